@@ -1,0 +1,195 @@
+"""Find the notes in the knowledge folder and read each into a Note.
+
+Walks the folder (include/exclude globs, hidden folders skipped, symlink loops survived),
+decodes UTF-8 (a BOM is accepted, CRLF becomes LF) and splits off YAML front matter.
+A file that cannot be read is reported as Skipped with a reason and the run goes on; this
+module never prints and never chunks.
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import os
+import stat
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path, PurePosixPath
+
+import yaml
+
+
+@dataclass(frozen=True)
+class Note:
+    source: str  # path relative to the knowledge folder, with forward slashes
+    text: str  # the body: front matter removed, newlines normalised to \n
+    first_line: int  # file line number of the body's first line
+    md5: str  # of the file's bytes
+    title: str | None = None  # from front matter
+    tags: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()  # problems that did not stop the file from being read
+
+
+@dataclass(frozen=True)
+class Skipped:
+    source: str
+    reason: str  # e.g. "not UTF-8 (byte 0xb0 at offset 412); re-save it as UTF-8"
+
+
+class Unreadable(Exception):
+    """A file that cannot become a Note; the message is the reason."""
+
+
+def matches(source: str, patterns: tuple[str, ...]) -> bool:
+    """Glob match on the relative path, gitignore-like: `*.md` and `drafts` match at any
+    depth, `drafts/` or `notes/drafts/*` match that folder, `**` spans folders."""
+    path = PurePosixPath(source)
+    for raw in patterns:
+        pattern = raw.strip().rstrip("/")
+        if not pattern:
+            continue
+        if fnmatchcase(source, pattern) or fnmatchcase(source, pattern + "/*"):
+            return True
+        if "/" not in pattern and any(fnmatchcase(part, pattern) for part in path.parts):
+            return True
+    return False
+
+
+def find(
+    root: Path, include: tuple[str, ...], exclude: tuple[str, ...] = ()
+) -> tuple[list[str], list[Skipped]]:
+    """Relative paths of the notes under `root`, sorted, plus folders that could not be read."""
+    found: list[str] = []
+    skipped: list[Skipped] = []
+    seen_dirs: set[tuple[int, int]] = set()
+
+    def on_error(exc: OSError) -> None:
+        where = Path(exc.filename or root)
+        try:
+            rel = where.relative_to(root).as_posix()
+        except ValueError:
+            rel = str(where)
+        skipped.append(Skipped(rel + "/", f"folder cannot be read ({exc.strerror or exc})"))
+
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True, onerror=on_error):
+        here = Path(dirpath)
+        try:
+            st = here.stat()
+        except OSError:
+            dirnames[:] = []
+            continue
+        if (st.st_dev, st.st_ino) in seen_dirs:  # a symlink loop, or a folder linked twice
+            dirnames[:] = []
+            continue
+        seen_dirs.add((st.st_dev, st.st_ino))
+        rel_dir = here.relative_to(root)
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if not d.startswith(".") and not matches((rel_dir / d).as_posix(), exclude)
+        )
+        for name in filenames:
+            if name.startswith("."):
+                continue
+            source = (rel_dir / name).as_posix()
+            if matches(source, include) and not matches(source, exclude):
+                found.append(source)
+    return sorted(found), skipped
+
+
+def read(root: Path, source: str, max_bytes: int | None = None) -> Note:
+    """Read one note; raise Unreadable with a one-line reason."""
+    path = root / source
+    try:
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            raise Unreadable("not a regular file")
+        if max_bytes is not None and st.st_size > max_bytes:
+            raise Unreadable(
+                f"{st.st_size / 1048576:.1f} MB, over the {max_bytes / 1048576:g} MB limit "
+                "(ASKMD_MAX_FILE_MB)"
+            )
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise Unreadable("vanished before it could be read") from None
+    except PermissionError:
+        raise Unreadable("cannot be read (permission denied)") from None
+    except IsADirectoryError:
+        raise Unreadable("not a regular file") from None
+    except OSError as exc:
+        raise Unreadable(f"cannot be read ({exc.strerror or exc})") from None
+    return parse(data, source)
+
+
+def parse(data: bytes, source: str) -> Note:
+    """Bytes of one file -> Note. Pure: the same bytes always give the same Note."""
+    md5 = hashlib.md5(data).hexdigest()
+    text = decode(data)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    meta, body, first_line, warning = split_front_matter(text)
+    title = meta.get("title")
+    return Note(
+        source=source,
+        text=body,
+        first_line=first_line,
+        md5=md5,
+        title=str(title).strip() or None if title is not None else None,
+        tags=_tags(meta.get("tags")),
+        warnings=(warning,) if warning else (),
+    )
+
+
+def decode(data: bytes) -> str:
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError:
+            raise Unreadable("not valid UTF-16 despite its byte-order mark") from None
+    if b"\x00" in data:
+        raise Unreadable("binary (it contains NUL bytes), not a text note")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise Unreadable(
+            f"not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); re-save it as UTF-8"
+        ) from None
+
+
+def split_front_matter(text: str) -> tuple[dict, str, int, str | None]:
+    """(metadata, body, first line of the body, warning).
+
+    Front matter is a YAML mapping between a `---` first line and the next `---` or `...`
+    line. A block that is not a mapping (a journal that opens with a separator) stays text;
+    one that is broken YAML stays text too, with a warning, so nothing the user wrote is lost.
+    """
+    lines = text.split("\n")
+    if not lines or lines[0].rstrip() != "---":
+        return {}, text, 1, None
+    for end in range(1, len(lines)):
+        if lines[end].rstrip() in ("---", "..."):
+            break
+    else:
+        return {}, text, 1, None
+    block = "\n".join(lines[1:end])
+    try:
+        meta = yaml.safe_load(block) if block.strip() else {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 2}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        return {}, text, 1, f"front matter is not valid YAML ({where}{problem}); read as text"
+    if not isinstance(meta, dict):
+        return {}, text, 1, None
+    return meta, "\n".join(lines[end + 1 :]), end + 2, None
+
+
+def _tags(value: object) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        items = value.replace(",", " ").split()
+    elif isinstance(value, (list, tuple, set)):
+        items = [str(v) for v in value if v is not None]
+    else:
+        items = [str(value)]
+    return tuple(dict.fromkeys(t.strip().lstrip("#") for t in items if t.strip()))
