@@ -322,11 +322,11 @@ def _cut(cuts: _Cuts, size: int, overlap: int, reserve: int) -> list[_Piece]:
             pieces.append(_Piece(start, own, n))
             return pieces
         end = _choose_end(cuts, start, own, target, cap)
-        if end is None and start < own:
-            start = own  # the overlap leaves no room before an unsplittable block: drop it
-            continue
         if end is None:
             end = cuts.hard(own, min(max(start + target, own + 1), n))
+            if end - start > cap and start < own:
+                start = own  # the overlap leaves no room for a fence that must stay whole
+                continue
         pieces.append(_Piece(start, own, end))
         start, own = _overlap_start(cuts, end, overlap), end
 

@@ -42,8 +42,9 @@ def print_json(data: Any) -> None:
 def show_chunks(file: str, mode: str, chunks: list[chunker.Chunk], size: int) -> None:
     total = sum(len(c.text) for c in chunks)
     out.print(
-        f"[bold]{escape(file)}[/]: {len(chunks)} chunks in {mode} mode, "
-        f"{total:,} characters (target {size}, hard cap {chunker.hard_cap(size)})"
+        f"[bold]{escape(file)}[/] · {mode} mode · {len(chunks)} chunks · {total:,} chars "
+        f"(target {size}, cap {chunker.hard_cap(size)})",
+        soft_wrap=True,
     )
     for c in chunks:
         chain = " › ".join(c.heading_chain) or "(no heading)"

@@ -19,10 +19,9 @@ sys.path[:0] = [
     str(Path(__file__).resolve().parent.parent / "tests"),
 ]
 
-import invariants  # noqa: E402
-
 import chunker  # noqa: E402
 import notes  # noqa: E402
+from tests import invariants  # noqa: E402
 
 
 def load(target: Path) -> list[notes.Note]:

@@ -1,0 +1,119 @@
+"""The real program as a user runs it: `python rag.py ...` in a subprocess."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+SAMPLE = ROOT / "knowledge"
+
+
+def test_chunk_json_has_the_documented_fields(run_rag) -> None:
+    result = run_rag(
+        "--knowledge", str(SAMPLE), "chunk", str(SAMPLE / "faq/support-faq.md"), "--json"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    data = json.loads(result.stdout)
+    assert data["file"] == "faq/support-faq.md"
+    assert data["mode"] == "separator"
+    assert data["chunk_size"] == 1000 and data["chunk_overlap"] == 200
+    first = data["chunks"][0]
+    assert set(first) >= {"id", "heading_chain", "heading_level", "line_start", "line_end", "text"}
+    assert first["id"] == "faq/support-faq.md#0"
+    assert first["heading_chain"] == "Support FAQ"
+    assert (first["line_start"], first["line_end"]) == (1, 3)
+    lines = (SAMPLE / "faq/support-faq.md").read_text(encoding="utf-8").split("\n")
+    for c in data["chunks"]:
+        assert c["text"].split("\n")[0] == lines[c["line_start"] - 1]
+
+
+def test_chunk_of_a_file_outside_the_knowledge_folder_uses_its_name(run_rag, tmp_path) -> None:
+    note = tmp_path / "elsewhere.md"
+    note.write_text(
+        "---\ntitle: Far away\ntags: [x, y]\n---\n# Heading\n\nText.\n", encoding="utf-8"
+    )
+    result = run_rag("chunk", str(note), "--json", "--size", "300", "--overlap", "50")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert (data["file"], data["title"], data["tags"]) == ("elsewhere.md", "Far away", ["x", "y"])
+    assert (data["chunk_size"], data["chunk_overlap"]) == (300, 50)
+    assert [(c["text"], c["line_start"], c["line_end"]) for c in data["chunks"]] == [
+        ("# Heading\n\nText.", 5, 7)
+    ]
+
+
+def test_chunk_human_output_is_plain_when_piped(run_rag) -> None:
+    result = run_rag("chunk", str(SAMPLE / "README.md"))
+    assert result.returncode == 0, result.stderr
+    assert "\x1b[" not in result.stdout
+    assert result.stdout.startswith("README.md · heading mode · ")
+    assert "#0 lines 1–" in result.stdout
+
+
+def test_bad_files_give_one_line_errors(run_rag, tmp_path: Path) -> None:
+    (tmp_path / "latin1.md").write_bytes("café".encode("latin-1"))
+    (tmp_path / "binary.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    (tmp_path / "folder.md").mkdir()
+    cases = {
+        "missing.md": "error: missing.md does not exist: give the path of a Markdown file\n",
+        "folder.md": "error: folder.md is not a file: give the path of a Markdown file\n",
+        "latin1.md": "error: latin1.md is not UTF-8 (byte 0xe9 at offset 3); re-save it as UTF-8\n",
+        "binary.md": "error: binary.md is binary (it contains NUL bytes), not a text note\n",
+    }
+    for name, expected in cases.items():
+        result = run_rag("chunk", name)
+        assert (result.returncode, result.stdout, result.stderr) == (1, "", expected), name
+
+
+def test_malformed_front_matter_warns_and_keeps_the_text(run_rag, tmp_path: Path) -> None:
+    (tmp_path / "fm.md").write_text("---\ntitle: [oops\n---\nBody line\n", encoding="utf-8")
+    result = run_rag("chunk", "fm.md", "--json")
+    assert result.returncode == 0
+    assert result.stderr.startswith("warning: fm.md: front matter is not valid YAML (line 2:")
+    assert result.stderr.count("\n") == 1
+    texts = [c["text"] for c in json.loads(result.stdout)["chunks"]]
+    assert texts == ["title: [oops\n---\nBody line"]
+
+
+def test_settings_problems_are_listed_together_without_traceback(run_rag, tmp_path) -> None:
+    (tmp_path / "n.md").write_text("text\n", encoding="utf-8")
+    result = run_rag("chunk", "n.md", ASKMD_CHUNK_SIZE="abc", ASKMD_MAX_FILE_MB="0")
+    assert result.returncode == 1
+    assert result.stderr == (
+        "error: ASKMD_CHUNK_SIZE='abc' (from environment) is not a whole number\n"
+        "error: ASKMD_MAX_FILE_MB='0' (from environment): the size limit must be above 0\n"
+    )
+
+
+def test_dotenv_in_the_working_folder_is_read(run_rag, tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("ASKMD_CHUNK_SIZE=400\nASKMD_CHUNK_OVERLAP=40\n")
+    (tmp_path / "n.md").write_text("text\n", encoding="utf-8")
+    data = json.loads(run_rag("chunk", "n.md", "--json").stdout)
+    assert (data["chunk_size"], data["chunk_overlap"]) == (400, 40)
+    flagged = json.loads(run_rag("chunk", "n.md", "--json", "--size", "500").stdout)
+    assert (flagged["chunk_size"], flagged["chunk_overlap"]) == (500, 40)
+
+
+def test_without_a_command_it_says_honestly_that_it_cannot_answer(run_rag) -> None:
+    result = run_rag("--knowledge", str(SAMPLE))
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: asking questions is not available yet")
+
+
+def test_missing_knowledge_folder_is_one_line(run_rag) -> None:
+    result = run_rag("--knowledge", "nowhere")
+    assert result.returncode == 1
+    assert result.stderr == (
+        "error: the knowledge folder nowhere does not exist: create it, or point "
+        "ASKMD_KNOWLEDGE_DIR or --knowledge at your notes\n"
+    )
+
+
+def test_traceback_flag_shows_the_traceback(run_rag) -> None:
+    result = run_rag("--traceback", "chunk", "missing.md")
+    assert result.returncode == 1
+    assert "Traceback" in result.stderr and "AskmdError: missing.md does not exist" in result.stderr

@@ -1,0 +1,75 @@
+"""The documentation tells the truth: README, .env.example, .ci/run and --help agree
+with the code."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+from dotenv import dotenv_values
+
+import rag
+import settings
+from tests.conftest import ROOT
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def _commands_after(heading: str) -> list[str]:
+    section = README.split(heading, 1)[1].split("\n## ", 1)[0]
+    return [line.strip() for line in section.splitlines() if line.startswith("    python3 -m venv")]
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    (test_command,) = _commands_after("## Development")
+    ci = (ROOT / ".ci/run").read_text(encoding="utf-8").splitlines()
+    assert test_command in ci
+    assert "pytest" in test_command and "requirements-dev.txt" in test_command
+
+
+def test_quick_start_is_one_command_that_installs_and_runs() -> None:
+    (command,) = _commands_after("## Quick start")
+    assert "pip install" in command and "rag.py" in command
+
+
+def test_env_example_lists_every_setting_with_its_default() -> None:
+    example = dotenv_values(ROOT / ".env.example")
+    expected = {env: settings.default_text(name) for name, (env, _) in settings.DOCS.items()}
+    assert dict(example) == expected
+    text = (ROOT / ".env.example").read_text(encoding="utf-8")
+    for env, meaning in settings.DOCS.values():
+        assert f"# {meaning}\n{env}=" in text  # each with its one-line comment
+
+
+def test_readme_configuration_table_matches_settings() -> None:
+    rows = re.findall(r"^\| `(ASKMD_\w+)` \| (.+?) \| (.+?) \|$", README, re.M)
+    expected = [
+        (
+            env,
+            f"`{settings.default_text(name)}`" if settings.default_text(name) else "(none)",
+            meaning,
+        )
+        for name, (env, meaning) in settings.DOCS.items()
+    ]
+    assert rows == expected
+
+
+def test_every_settings_field_is_documented() -> None:
+    assert list(settings.DOCS) == [f.name for f in settings.fields(settings.Settings)]
+
+
+def test_readme_shows_the_real_help(run_rag) -> None:
+    help_text = run_rag("--help").stdout
+    assert help_text.strip() in README
+
+
+def test_every_command_is_in_the_readme() -> None:
+    parser = rag.build_parser()
+    (subparsers,) = [a for a in parser._actions if a.dest == "command"]
+    for name in subparsers.choices:
+        assert f"python rag.py {name}" in README, name
+
+
+def test_no_module_shadows_the_standard_library() -> None:
+    names = {p.stem for p in ROOT.glob("*.py")}
+    assert names and not names & set(sys.stdlib_module_names)
