@@ -42,16 +42,21 @@ class Unreadable(Exception):
 
 def matches(source: str, patterns: tuple[str, ...]) -> bool:
     """Glob match on the relative path, gitignore-like: `*.md` and `drafts` match at any
-    depth, `drafts/` or `notes/drafts/*` match that folder, `**` spans folders."""
+    depth, `drafts/` or `notes/drafts/*` match that folder, `**/` spans zero or more
+    folders, and a leading `/` anchors a pattern to the top of the knowledge folder."""
     path = PurePosixPath(source)
     for raw in patterns:
         pattern = raw.strip().rstrip("/")
+        anchored = pattern.startswith("/")
+        pattern = pattern.lstrip("/")
         if not pattern:
             continue
-        if fnmatchcase(source, pattern) or fnmatchcase(source, pattern + "/*"):
-            return True
-        if "/" not in pattern and any(fnmatchcase(part, pattern) for part in path.parts):
-            return True
+        for variant in {pattern, pattern.replace("**/", "")}:
+            if fnmatchcase(source, variant) or fnmatchcase(source, variant + "/*"):
+                return True
+        if not anchored and "/" not in pattern:
+            if any(fnmatchcase(part, pattern) for part in path.parts):
+                return True
     return False
 
 
@@ -100,13 +105,15 @@ def find(
 def read(root: Path, source: str, max_bytes: int | None = None) -> Note:
     """Read one note; raise Unreadable with a one-line reason."""
     path = root / source
+    if path.is_symlink() and not path.exists():
+        raise Unreadable("a broken symlink (its target is missing or loops)")
     try:
         st = path.stat()
         if not stat.S_ISREG(st.st_mode):
             raise Unreadable("not a regular file")
         if max_bytes is not None and st.st_size > max_bytes:
             raise Unreadable(
-                f"{st.st_size / 1048576:.1f} MB, over the {max_bytes / 1048576:g} MB limit "
+                f"{st.st_size / 1048576:.1f} MB, over the {max_bytes / 1048576:.4g} MB limit "
                 "(ASKMD_MAX_FILE_MB)"
             )
         data = path.read_bytes()
@@ -147,11 +154,13 @@ def decode(data: bytes) -> str:
             raise Unreadable("not valid UTF-16 despite its byte-order mark") from None
     if b"\x00" in data:
         raise Unreadable("binary (it contains NUL bytes), not a text note")
+    skip = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     try:
-        return data.decode("utf-8-sig")
+        return data[skip:].decode("utf-8")
     except UnicodeDecodeError as exc:
+        offset = skip + exc.start
         raise Unreadable(
-            f"not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); re-save it as UTF-8"
+            f"not UTF-8 (byte 0x{data[offset]:02x} at offset {offset}); re-save it as UTF-8"
         ) from None
 
 
@@ -192,4 +201,5 @@ def _tags(value: object) -> tuple[str, ...]:
         items = [str(v) for v in value if v is not None]
     else:
         items = [str(value)]
-    return tuple(dict.fromkeys(t.strip().lstrip("#") for t in items if t.strip()))
+    cleaned = (t.strip().lstrip("#").strip() for t in items)
+    return tuple(dict.fromkeys(t for t in cleaned if t))

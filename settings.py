@@ -7,6 +7,7 @@ bad value came from. Nothing else in askmd reads the environment.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
@@ -48,6 +49,10 @@ DOCS: dict[str, tuple[str, str]] = {
 }
 
 
+# The command-line flag that sets a field, for messages about a bad value.
+FLAGS = {"knowledge_dir": "--knowledge", "chunk_size": "--size", "chunk_overlap": "--overlap"}
+
+
 def env_name(field_name: str) -> str:
     return DOCS[field_name][0]
 
@@ -65,9 +70,12 @@ def _whole(value: str) -> int:
 
 def _number(value: str) -> float:
     try:
-        return float(value.strip())
+        number = float(value.strip())
     except ValueError:
         raise ValueError("is not a number") from None
+    if not math.isfinite(number):
+        raise ValueError("is not a finite number")
+    return number
 
 
 _PARSERS: dict[str, Callable[[str], Any]] = {
@@ -109,19 +117,21 @@ def load_settings(
     problems: list[str] = []
     for f in fields(Settings):
         name = env_name(f.name)
-        for layer_name, layer in layers:
+        for layer_name, layer in reversed(layers):  # the highest layer that sets it wins
             raw = layer.get(name)
-            if raw is None or (raw.strip() == "" and f.name not in ("exclude",)):
+            if raw is None or (raw.strip() == "" and f.name != "exclude"):
                 continue
             try:
                 values[f.name] = _PARSERS[f.name](raw)
                 origin[f.name] = f"{name}={raw!r} (from {layer_name})"
             except ValueError as exc:
                 problems.append(f"{name}={raw!r} (from {layer_name}) {exc}")
+            break
     for key, value in (overrides or {}).items():
         if value is not None:
             values[key] = value
-            origin[key] = f"--{key.replace('_', '-')} {value}"
+            shown = ",".join(value) if isinstance(value, tuple) else value
+            origin[key] = f"{FLAGS.get(key, '--' + key.replace('_', '-'))} {shown}"
     settings = Settings(**values)
     problems += _validate(settings, origin, need_knowledge_dir)
     if problems:
@@ -148,9 +158,15 @@ def _validate(s: Settings, origin: dict[str, str], need_knowledge_dir: bool) -> 
     if not s.max_file_mb > 0:
         problems.append(f"{where('max_file_mb')}: the size limit must be above 0")
     if need_knowledge_dir and not s.knowledge_dir.is_dir():
-        what = "is not a folder" if s.knowledge_dir.exists() else "does not exist"
+        exists = s.knowledge_dir.exists()
+        what = "is not a folder" if exists else "does not exist"
+        todo = "point" if exists else "create it, or point"
+        said = (
+            f"{origin['knowledge_dir']}: the knowledge folder"
+            if "knowledge_dir" in origin
+            else (f"the knowledge folder {s.knowledge_dir}")
+        )
         problems.append(
-            f"the knowledge folder {s.knowledge_dir} {what}: create it, or point "
-            f"{env_name('knowledge_dir')} or --knowledge at your notes"
+            f"{said} {what}: {todo} {env_name('knowledge_dir')} or --knowledge at your notes"
         )
     return problems

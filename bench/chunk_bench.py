@@ -74,7 +74,8 @@ def main() -> None:
         times.append(time.perf_counter() - start)
     for note, note_chunks in zip(loaded, chunks, strict=False):
         try:
-            invariants.check(note.text, note_chunks, args.size)
+            padded = "\n" * (note.first_line - 1) + note.text  # line numbers are the file's
+            invariants.check(padded, note_chunks, args.size)
         except AssertionError as exc:
             sys.exit(f"{note.source}: {exc}")
     chars = sum(len(n.text) for n in loaded)

@@ -108,7 +108,7 @@ def test_missing_knowledge_folder_is_one_line(run_rag) -> None:
     result = run_rag("--knowledge", "nowhere")
     assert result.returncode == 1
     assert result.stderr == (
-        "error: the knowledge folder nowhere does not exist: create it, or point "
+        "error: --knowledge nowhere: the knowledge folder does not exist: create it, or point "
         "ASKMD_KNOWLEDGE_DIR or --knowledge at your notes\n"
     )
 
