@@ -259,7 +259,7 @@ class _Cuts:
             for name, positions in zip(self.LEVELS, (paragraph, sentence, line, word), strict=False)
         }
 
-    def _containing(self, pos: int) -> _SectionFence | None:
+    def containing(self, pos: int) -> _SectionFence | None:
         """The fence that strictly contains `pos`, if any (fences never overlap)."""
         i = bisect.bisect_left(self._fence_starts, pos) - 1
         if i >= 0 and pos < self.fences[i].end:
@@ -267,7 +267,7 @@ class _Cuts:
         return None
 
     def _allowed(self, pos: int, level: str) -> bool:
-        f = self._containing(pos)
+        f = self.containing(pos)
         if f is None:
             return True
         # Inside a fence: only an oversized one may be cut, and only between its lines.
@@ -292,13 +292,13 @@ class _Cuts:
 
     def hard(self, lo: int, hi: int) -> int:
         """A cut anywhere in (lo, hi], but never inside a fence that must stay whole."""
-        f = self._containing(hi)
+        f = self.containing(hi)
         if f is not None and not f.oversized:
             return f.start if f.start > lo else f.end
         return hi
 
     def splittable_fence_at(self, pos: int) -> _SectionFence | None:
-        f = self._containing(pos)
+        f = self.containing(pos)
         return f if f is not None and f.oversized and f.content <= pos < f.content_end else None
 
 
@@ -361,7 +361,7 @@ def _overlap_start(cuts: _Cuts, end: int, overlap: int) -> int:
     if inside is not None:
         lo = max(lo, inside.content)  # re-read code lines only: the opener is added back
     else:
-        f = cuts._containing(lo)
+        f = cuts.containing(lo)
         if f is not None:
             lo = f.end  # a fence tail without its opener would unbalance the next piece
     if lo >= end:
