@@ -56,3 +56,96 @@ def show_chunks(file: str, mode: str, chunks: list[chunker.Chunk], size: int) ->
             (f", {c.overlap} overlap" if c.overlap else "", "dim"),
         )
         out.print(Panel(Text(c.text), title=title, title_align="left", border_style="dim"))
+
+
+class SyncProgress:
+    """A rich progress bar on a terminal (files, chunks, embeddings/s, ETA); silent otherwise."""
+
+    def __init__(self) -> None:
+        self.bar = None
+        self.files_task = self.chunks_task = None
+
+    def start(self, files: int, chunks: int) -> None:
+        if not err.is_terminal or (files == 0 and chunks == 0):
+            return
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TaskProgressColumn,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        self.bar = Progress(
+            TextColumn("{task.description:<10}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TaskProgressColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TimeRemainingColumn(),
+            console=err,
+            transient=True,
+        )
+        self.files_task = self.bar.add_task("files", total=files, rate="")
+        self.chunks_task = self.bar.add_task("chunks", total=chunks, rate="")
+        self.bar.start()
+
+    def advance(self, files: int = 0, chunks: int = 0) -> None:
+        if self.bar is None:
+            return
+        self.bar.advance(self.files_task, files)
+        self.bar.advance(self.chunks_task, chunks)
+        task = self.bar.tasks[1]
+        if task.speed:
+            self.bar.update(self.chunks_task, rate=f"{task.speed:.1f} emb/s")
+
+    def finish(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
+def show_sync(report) -> None:
+    for skipped in report.files_skipped:
+        warning(f"{skipped.source} is {skipped.reason}; skipped")
+    for line in report.warnings:
+        warning(line)
+    if report.rebuilt:
+        notice(f"rebuilding the index: {report.rebuild_reason}")
+    touched = report.files_added + report.files_changed + report.files_deleted
+    if not touched and not report.rebuilt:
+        err.print(
+            f"[dim]index up to date: {report.files_unchanged} files, "
+            f"{report.chunks_total} chunks ({report.seconds:.2f} s)[/]"
+        )
+        return
+    err.print(
+        f"indexed: {report.files_added} added, {report.files_changed} changed, "
+        f"{report.files_deleted} deleted, {report.files_unchanged} unchanged; "
+        f"{report.chunks_embedded} chunks embedded, {report.chunks_deleted} removed; "
+        f"{report.chunks_total} chunks in the index ({report.seconds:.1f} s)"
+    )
+
+
+def show_hits(hits, query: str) -> None:
+    """Retrieved chunks, best first, each as `[n] score path › chain (lines a–b)` + text."""
+    if not hits:
+        out.print(f"no chunks found for {escape(query)!r}")
+        return
+    for hit in hits:
+        title = Text.assemble(
+            (f"[{hit.rank}] ", "bold cyan"),
+            (f"{hit.score:.3f} ", "magenta"),
+            (hit.source, "bold"),
+            (f" › {hit.heading_chain}" if hit.heading_chain else "", ""),
+            (f" (lines {hit.line_start}–{hit.line_end})", "green"),
+        )
+        snippet = hit.text if len(hit.text) <= 600 else hit.text[:600].rstrip() + " …"
+        out.print(title, soft_wrap=True)
+        out.print(Panel(Text(snippet), border_style="dim"))
+
+
+def show_stats(stats: dict) -> None:
+    for key, value in stats.items():
+        out.print(f"[bold]{key:<10}[/] {escape(str(value))}")

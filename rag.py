@@ -9,13 +9,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import chunker
 import console
+import indexer
 import notes
+import retriever
 from errors import AskmdError
+from manifest import Manifest
 from settings import Settings, load_settings
+from store import Store
 
 DESCRIPTION = "Ask questions about a folder of Markdown notes, with cited answers."
 
@@ -81,11 +87,175 @@ def _source_of(path: Path, knowledge_dir: Path) -> tuple[Path, str]:
     return resolved.parent, resolved.name
 
 
+@dataclass
+class Index:
+    """What the commands share, built once from Settings: the composition root."""
+
+    settings: Settings
+
+    @cached_property
+    def store(self) -> Store:
+        s = self.settings
+        return Store(s.index_dir, s.chroma_url, s.collection)
+
+    @cached_property
+    def manifest(self) -> Manifest:
+        return Manifest(self.settings.index_dir / "manifest.sqlite3")
+
+    @cached_property
+    def embedder(self):
+        from embedder import make_embedder  # loads onnxruntime: only when embedding
+
+        s = self.settings
+        return make_embedder(
+            s.embedding_backend,
+            s.embedding_model or None,
+            threads=s.embed_threads,
+            batch_size=s.embed_batch,
+            base_url=s.openai_base_url or None,
+            api_key=s.openai_api_key or None,
+        )
+
+    def sync(self, rebuild: bool = False, show_progress: bool = True) -> indexer.SyncReport:
+        progress = console.SyncProgress() if show_progress else None
+        return indexer.sync(
+            self.settings,
+            self.store,
+            self.manifest,
+            lambda: self.embedder,
+            rebuild=rebuild,
+            progress=progress,
+        )
+
+    def search(self, query: str, k: int) -> list[retriever.Hit]:
+        fp = indexer.fingerprint(self.settings)
+        self.store.ensure_open({"embedder": self.embedder.id, "fingerprint": fp})
+        return retriever.search(query, self.embedder, self.store, k)
+
+    def stats(self) -> dict:
+        m = self.manifest
+        files = m.files()
+        return {
+            "files": len(files),
+            "chunks": m.total_chunks(),
+            "embedder": m.get("embedder") or indexer.embedder_id(self.settings),
+            "dimension": int(m.get("dimension") or 0),
+            "index_dir": str(self.settings.index_dir),
+            "last_sync": m.get("last_sync"),
+        }
+
+
+def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
+    """Bring the index in step with the knowledge folder."""
+    report = Index(settings).sync(rebuild=args.rebuild)
+    if args.json:
+        console.print_json(report.to_json())
+    else:
+        console.show_sync(report)
+    return 0
+
+
+def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
+    """Sync, then show the chunks nearest to a query."""
+    index = Index(settings)
+    report = index.sync()
+    if not args.json:
+        console.show_sync(report)
+    hits = index.search(args.query, args.k or settings.top_k)
+    if args.json:
+        console.print_json({"query": args.query, "results": [h.to_json() for h in hits]})
+    else:
+        console.show_hits(hits, args.query)
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
+    """What is indexed, read from the manifest (fast: Chroma is not opened)."""
+    stats = Index(settings).stats()
+    if args.json:
+        console.print_json(stats)
+    else:
+        console.show_stats(stats)
+    return 0
+
+
+REPL_HELP = """\
+Type a question, or a command:
+  /debug QUESTION   show the retrieved chunks with their scores
+  /reindex          rebuild the index from scratch
+  /stats            what is indexed
+  /help             this text
+  /quit             leave (Ctrl-D too)"""
+
+
 def cmd_repl(args: argparse.Namespace, settings: Settings) -> int:
-    raise AskmdError(
-        "asking questions is not available yet: this version has no index or answers. "
-        "`python rag.py chunk FILE` shows how a note is chunked."
-    )
+    """The interactive loop: sync first (the MD5 check), then questions."""
+    index = Index(settings)
+    console.show_sync(index.sync())
+    interactive = sys.stdin.isatty()
+    if interactive:
+        _enable_history(settings.index_dir / "history")
+        console.notice(f"askmd over {settings.knowledge_dir}/ — /help for commands, /quit to leave")
+    while True:
+        try:
+            line = input("› " if interactive else "").strip()
+        except EOFError:
+            return 0
+        except KeyboardInterrupt:
+            console.notice("")
+            continue
+        if not line:
+            continue
+        try:
+            if _repl_command(index, line) is False:
+                return 0
+        except AskmdError as exc:
+            console.error(str(exc))
+        except KeyboardInterrupt:
+            console.notice("(cancelled)")
+
+
+def _repl_command(index: Index, line: str) -> bool | None:
+    """Run one REPL line; False means leave."""
+    word, _, rest = line.partition(" ")
+    if word in ("/quit", "/exit", "/q"):
+        return False
+    if word == "/help":
+        console.notice(REPL_HELP)
+    elif word == "/reindex":
+        console.show_sync(index.sync(rebuild=True))
+    elif word == "/stats":
+        console.show_stats(index.stats())
+    elif word == "/debug":
+        if not rest.strip():
+            raise AskmdError("/debug needs a question, e.g. /debug how do I rotate the keys?")
+        console.show_hits(index.search(rest, index.settings.top_k), rest)
+    elif word.startswith("/"):
+        raise AskmdError(f"unknown command {word}; /help lists the commands")
+    else:
+        console.notice(
+            "Generated answers are not available in this version; "
+            "these are the passages of your notes that match best:"
+        )
+        console.show_hits(index.search(line, index.settings.top_k), line)
+    return None
+
+
+def _enable_history(path: Path) -> None:
+    """Line editing and history kept across sessions, where readline exists."""
+    try:
+        import atexit
+        import readline
+    except ImportError:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists():
+            readline.read_history_file(path)
+        readline.set_history_length(1000)
+        atexit.register(readline.write_history_file, path)
+    except OSError:
+        pass
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -94,6 +264,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--knowledge",
         metavar="DIR",
         help="folder of notes (default: ASKMD_KNOWLEDGE_DIR or knowledge/)",
+    )
+    parser.add_argument(
+        "--index-dir", metavar="DIR", help="where the index is kept (default: .askmd/)"
     )
     parser.add_argument(
         "--traceback", action="store_true", help="show the full traceback on errors"
@@ -113,6 +286,32 @@ def build_parser() -> argparse.ArgumentParser:
         "--overlap", type=int, metavar="N", help="overlap in characters (ASKMD_CHUNK_OVERLAP)"
     )
     chunk.set_defaults(run=cmd_chunk, need_knowledge_dir=False)
+
+    index = commands.add_parser(
+        "index",
+        help="bring the index in step with the notes (only what changed)",
+        description="Hash every note, then re-chunk and re-embed only new and changed "
+        "files; deleted files leave the index.",
+    )
+    index.add_argument("--rebuild", action="store_true", help="rebuild from scratch")
+    index.add_argument("--json", action="store_true", help="print the report as JSON")
+    index.set_defaults(run=cmd_index)
+
+    search = commands.add_parser(
+        "search",
+        help="show the chunks that best match a query",
+        description="Sync the index, then show the chunks nearest to QUERY.",
+    )
+    search.add_argument("query", metavar="QUERY")
+    search.add_argument("-k", type=int, metavar="N", help="how many results (ASKMD_TOP_K)")
+    search.add_argument("--json", action="store_true", help="print JSON")
+    search.set_defaults(run=cmd_search)
+
+    stats = commands.add_parser(
+        "stats", help="what is indexed", description="Files, chunks and embedder of the index."
+    )
+    stats.add_argument("--json", action="store_true", help="print JSON")
+    stats.set_defaults(run=cmd_stats)
     return parser
 
 
@@ -121,6 +320,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         overrides = {
             "knowledge_dir": Path(args.knowledge) if args.knowledge else None,
+            "index_dir": Path(args.index_dir) if args.index_dir else None,
+            "top_k": getattr(args, "k", None),
             "chunk_size": getattr(args, "size", None),
             "chunk_overlap": getattr(args, "overlap", None),
         }

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +25,21 @@ MIN_CHUNK_SIZE = 100
 @dataclass(frozen=True)
 class Settings:
     knowledge_dir: Path = Path("knowledge")
+    index_dir: Path = Path(".askmd")
     chunk_size: int = 1000
     chunk_overlap: int = 200
     include: tuple[str, ...] = ("*.md", "*.markdown")
     exclude: tuple[str, ...] = ()
     max_file_mb: float = 10.0
+    embedding_backend: str = "local"
+    embedding_model: str = ""
+    embed_threads: int = 0
+    embed_batch: int = 32
+    chroma_url: str = ""
+    collection: str = "askmd"
+    top_k: int = 5
+    openai_api_key: str = field(default="", repr=False)
+    openai_base_url: str = ""
 
     @property
     def max_file_bytes(self) -> int:
@@ -38,6 +49,7 @@ class Settings:
 # Field -> (environment variable, one-line meaning). The order is the order of .env.example.
 DOCS: dict[str, tuple[str, str]] = {
     "knowledge_dir": ("ASKMD_KNOWLEDGE_DIR", "folder of Markdown notes to answer from"),
+    "index_dir": ("ASKMD_INDEX_DIR", "where the index (Chroma, manifest, embedding cache) is kept"),
     "chunk_size": ("ASKMD_CHUNK_SIZE", "target chunk length in characters (hard cap 1.5x)"),
     "chunk_overlap": (
         "ASKMD_CHUNK_OVERLAP",
@@ -46,11 +58,38 @@ DOCS: dict[str, tuple[str, str]] = {
     "include": ("ASKMD_INCLUDE", "comma-separated globs of files to read"),
     "exclude": ("ASKMD_EXCLUDE", "comma-separated globs of files or folders to skip"),
     "max_file_mb": ("ASKMD_MAX_FILE_MB", "files larger than this many MB are skipped"),
+    "embedding_backend": (
+        "ASKMD_EMBEDDING_BACKEND",
+        "local (bundled MiniLM, offline) or openai (any OpenAI-compatible /v1/embeddings)",
+    ),
+    "embedding_model": (
+        "ASKMD_EMBEDDING_MODEL",
+        "embedding model; empty means all-MiniLM-L6-v2 (local) or text-embedding-3-small",
+    ),
+    "embed_threads": ("ASKMD_EMBED_THREADS", "CPU threads for the local model; 0 lets it choose"),
+    "embed_batch": ("ASKMD_EMBED_BATCH", "texts per embedding batch"),
+    "chroma_url": (
+        "ASKMD_CHROMA_URL",
+        "a Chroma server (e.g. http://127.0.0.1:8001) instead of the embedded database",
+    ),
+    "collection": ("ASKMD_COLLECTION", "Chroma collection name for this knowledge folder"),
+    "top_k": ("ASKMD_TOP_K", "how many chunks a search returns"),
+    "openai_api_key": ("OPENAI_API_KEY", "API key for the openai backend; empty: none sent"),
+    "openai_base_url": (
+        "OPENAI_BASE_URL",
+        "OpenAI-compatible server URL; empty means api.openai.com",
+    ),
 }
 
 
 # The command-line flag that sets a field, for messages about a bad value.
-FLAGS = {"knowledge_dir": "--knowledge", "chunk_size": "--size", "chunk_overlap": "--overlap"}
+FLAGS = {
+    "knowledge_dir": "--knowledge",
+    "index_dir": "--index-dir",
+    "chunk_size": "--size",
+    "chunk_overlap": "--overlap",
+    "top_k": "-k",
+}
 
 
 def env_name(field_name: str) -> str:
@@ -78,8 +117,22 @@ def _number(value: str) -> float:
     return number
 
 
+def _text(value: str) -> str:
+    return value.strip()
+
+
 _PARSERS: dict[str, Callable[[str], Any]] = {
     "knowledge_dir": lambda v: Path(v.strip()).expanduser(),
+    "index_dir": lambda v: Path(v.strip()).expanduser(),
+    "embedding_backend": lambda v: v.strip().lower(),
+    "embedding_model": _text,
+    "embed_threads": _whole,
+    "embed_batch": _whole,
+    "chroma_url": _text,
+    "collection": _text,
+    "top_k": _whole,
+    "openai_api_key": _text,
+    "openai_base_url": _text,
     "chunk_size": _whole,
     "chunk_overlap": _whole,
     "include": _globs,
@@ -96,6 +149,16 @@ def default_text(field_name: str) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
+
+
+# Settings where an empty value is a real choice that overrides a lower layer.
+_EMPTY_MEANS_SOMETHING = {
+    "exclude",
+    "embedding_model",
+    "chroma_url",
+    "openai_api_key",
+    "openai_base_url",
+}
 
 
 def load_settings(
@@ -119,7 +182,7 @@ def load_settings(
         name = env_name(f.name)
         for layer_name, layer in reversed(layers):  # the highest layer that sets it wins
             raw = layer.get(name)
-            if raw is None or (raw.strip() == "" and f.name != "exclude"):
+            if raw is None or (raw.strip() == "" and f.name not in _EMPTY_MEANS_SOMETHING):
                 continue
             try:
                 values[f.name] = _PARSERS[f.name](raw)
@@ -155,6 +218,21 @@ def _validate(s: Settings, origin: dict[str, str], need_knowledge_dir: bool) -> 
         )
     if not s.include:
         problems.append(f"{where('include')}: at least one include glob is needed, e.g. *.md")
+    if s.embedding_backend not in ("local", "openai"):
+        problems.append(f"{where('embedding_backend')}: the backend must be local or openai")
+    if s.embed_threads < 0:
+        problems.append(f"{where('embed_threads')}: threads cannot be negative (0 = automatic)")
+    if not 1 <= s.embed_batch <= 4096:
+        problems.append(f"{where('embed_batch')}: the batch size must be between 1 and 4096")
+    if not 1 <= s.top_k <= 200:
+        problems.append(f"{where('top_k')}: top-k must be between 1 and 200")
+    if s.chroma_url and not re.match(r"^https?://[^/:]+(:\d+)?/?$", s.chroma_url):
+        problems.append(f"{where('chroma_url')}: expected a URL like http://127.0.0.1:8001")
+    if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]$", s.collection):
+        problems.append(
+            f"{where('collection')}: a collection name is 3-512 letters, digits, . _ or -, "
+            "starting and ending with a letter or digit"
+        )
     if not s.max_file_mb > 0:
         problems.append(f"{where('max_file_mb')}: the size limit must be above 0")
     if need_knowledge_dir and not s.knowledge_dir.is_dir():

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
-from tests.conftest import ROOT
+import pytest
+
+from tests.conftest import ROOT, clean_env
+from tests.openai_server import OpenAIServer
 
 SAMPLE = ROOT / "knowledge"
 
@@ -97,13 +102,6 @@ def test_dotenv_in_the_working_folder_is_read(run_rag, tmp_path: Path) -> None:
     assert (flagged["chunk_size"], flagged["chunk_overlap"]) == (500, 40)
 
 
-def test_without_a_command_it_says_honestly_that_it_cannot_answer(run_rag) -> None:
-    result = run_rag("--knowledge", str(SAMPLE))
-    assert result.returncode == 1
-    assert result.stdout == ""
-    assert result.stderr.startswith("error: asking questions is not available yet")
-
-
 def test_missing_knowledge_folder_is_one_line(run_rag) -> None:
     result = run_rag("--knowledge", "nowhere")
     assert result.returncode == 1
@@ -117,3 +115,130 @@ def test_traceback_flag_shows_the_traceback(run_rag) -> None:
     result = run_rag("--traceback", "chunk", "missing.md")
     assert result.returncode == 1
     assert "Traceback" in result.stderr and "AskmdError: missing.md does not exist" in result.stderr
+
+
+# --- index, search, stats and the REPL, through the real program ---------------------
+
+
+@pytest.fixture(scope="module")
+def embed_server():
+    with OpenAIServer(dimension=16) as server:
+        yield server
+
+
+@pytest.fixture
+def kb(tmp_path: Path) -> Path:
+    folder = tmp_path / "kb"
+    (folder / "guides").mkdir(parents=True)
+    (folder / "guides/ports.md").write_text(
+        "# Ports\n\nThe API listens on port 8420.\n\n## Metrics\n\nMetrics are on 9420.\n",
+        encoding="utf-8",
+    )
+    (folder / "bread.md").write_text("# Bread\n\nFeed the starter daily.\n", encoding="utf-8")
+    return folder
+
+
+def _index_env(server: OpenAIServer) -> dict[str, str]:
+    return {
+        "ASKMD_EMBEDDING_BACKEND": "openai",
+        "ASKMD_EMBEDDING_MODEL": "test-embed",
+        "OPENAI_BASE_URL": server.url,
+        "OPENAI_API_KEY": "k",
+    }
+
+
+def test_index_search_stats_json(run_rag, kb: Path, embed_server) -> None:
+    env = _index_env(embed_server)
+    where = ("--knowledge", str(kb), "--index-dir", str(kb.parent / "ix"))
+    first = run_rag(*where, "index", "--json", **env)
+    assert first.returncode == 0, first.stderr
+    report = json.loads(first.stdout)
+    assert {k: v for k, v in report.items() if k not in ("seconds", "warnings")} == {
+        "files_scanned": 2,
+        "files_added": 2,
+        "files_changed": 0,
+        "files_deleted": 0,
+        "files_unchanged": 0,
+        "files_skipped": [],
+        "chunks_embedded": 3,
+        "chunks_deleted": 0,
+        "chunks_total": 3,
+        "rebuilt": False,
+        "rebuild_reason": "",
+    }
+    assert isinstance(report["seconds"], float)
+
+    found = run_rag(*where, "search", "port of the API", "-k", "2", "--json", **env)
+    assert found.returncode == 0, found.stderr
+    data = json.loads(found.stdout)
+    assert data["query"] == "port of the API"
+    assert [r["rank"] for r in data["results"]] == [1, 2]
+    assert set(data["results"][0]) == {
+        "rank", "score", "source", "heading_chain", "line_start", "line_end", "chunk_id", "text"
+    }  # fmt: skip
+    ids = {r["chunk_id"]: r for r in data["results"]}
+    for chunk_id, r in ids.items():
+        assert chunk_id.startswith(r["source"] + "#")
+        assert r["source"] in ("guides/ports.md", "bread.md")
+
+    stats = run_rag(*where, "stats", "--json", **env)
+    got = json.loads(stats.stdout)
+    assert {k: v for k, v in got.items() if k != "last_sync"} == {
+        "files": 2,
+        "chunks": 3,
+        "embedder": "openai:test-embed",
+        "dimension": 16,
+        "index_dir": str(kb.parent / "ix"),
+    }
+    assert got["last_sync"].startswith("20")
+
+
+def test_repl_piped_debug_and_quit(run_rag, kb: Path, embed_server) -> None:
+    where = ("--knowledge", str(kb), "--index-dir", str(kb.parent / "ix"))
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "rag.py"), *where],
+        input="/help\n/debug metrics port\n/nonsense\n/stats\n/quit\nnot read\n",
+        capture_output=True,
+        text=True,
+        env=clean_env(**_index_env(embed_server)),
+        cwd=kb.parent,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == [
+        "indexed: 2 added, 0 changed, 0 deleted, 0 unchanged; 3 chunks embedded, 0 removed; "
+        + result.stderr.splitlines()[0].split("0 removed; ")[1],
+        "error: unknown command /nonsense; /help lists the commands",
+    ]
+    assert "/debug QUESTION   show the retrieved chunks with their scores" in result.stdout
+    assert "guides/ports.md" in result.stdout and "lines 5–7" in result.stdout
+    assert "files      2" in result.stdout and "chunks     3" in result.stdout
+
+
+def test_repl_ends_at_end_of_input(run_rag, kb: Path, embed_server) -> None:
+    where = ("--knowledge", str(kb), "--index-dir", str(kb.parent / "ix"))
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "rag.py"), *where],
+        input="",
+        capture_output=True,
+        text=True,
+        env=clean_env(**_index_env(embed_server)),
+        cwd=kb.parent,
+        timeout=60,
+    )
+    assert result.returncode == 0
+    assert result.stdout == ""
+
+
+def test_embeddings_server_down_is_one_line(run_rag, kb: Path) -> None:
+    env = {
+        "ASKMD_EMBEDDING_BACKEND": "openai",
+        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+        "OPENAI_API_KEY": "k",
+    }
+    result = run_rag("--knowledge", str(kb), "--index-dir", str(kb.parent / "ix"), "index", **env)
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith(
+        "error: cannot connect to the embeddings server at http://127.0.0.1:9/v1"
+    )

@@ -42,7 +42,7 @@ def test_env_example_lists_every_setting_with_its_default() -> None:
 
 
 def test_readme_configuration_table_matches_settings() -> None:
-    rows = re.findall(r"^\| `(ASKMD_\w+)` \| (.+?) \| (.+?) \|$", README, re.M)
+    rows = re.findall(r"^\| `((?:ASKMD|OPENAI)_\w+)` \| (.+?) \| (.+?) \|$", README, re.M)
     expected = [
         (
             env,
@@ -73,3 +73,8 @@ def test_every_command_is_in_the_readme() -> None:
 def test_no_module_shadows_the_standard_library() -> None:
     names = {p.stem for p in ROOT.glob("*.py")}
     assert names and not names & set(sys.stdlib_module_names)
+
+
+def test_every_repl_command_is_in_the_readme_and_the_help() -> None:
+    for command in re.findall(r"^  (/\w+)", rag.REPL_HELP, re.M):
+        assert f"`{command}" in README, command

@@ -1,0 +1,376 @@
+"""Bring the index in step with the knowledge folder, re-embedding only what changed.
+
+The fast path: one gate hash over every file's MD5, the chunker version, the chunk
+settings and the embedder id; if it matches the last sync, nothing else happens (Chroma
+is not even opened). Otherwise files are compared one by one with the manifest: new and
+changed files are re-chunked and their chunks replaced as a unit, deleted files' chunks
+go, and only chunk texts missing from the embedding cache are embedded. A different
+embedder or chunker setting means a rebuild. One writer at a time, by a lock file.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+import chunker
+import notes
+from embedder import Embedder
+from errors import AskmdError
+from manifest import FileRecord, Manifest, now
+from settings import Settings
+from store import Store, chunk_metadata
+
+GROUP_CHUNKS = 256  # chunks stored and recorded per step: the most a killed run redoes
+# Cached vectors no chunk uses are kept until they outnumber the index by this much, so a
+# file deleted and restored (a branch switch, an undo) is not embedded again.
+CACHE_SLACK = 1000
+
+
+@dataclass
+class SyncReport:
+    files_scanned: int = 0
+    files_added: int = 0
+    files_changed: int = 0
+    files_deleted: int = 0
+    files_unchanged: int = 0
+    files_skipped: list[notes.Skipped] = field(default_factory=list)
+    chunks_embedded: int = 0
+    chunks_deleted: int = 0
+    chunks_total: int = 0
+    rebuilt: bool = False
+    rebuild_reason: str = ""
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["files_skipped"] = [{"path": s.source, "reason": s.reason} for s in self.files_skipped]
+        return data
+
+
+class Progress(Protocol):
+    def start(self, files: int, chunks: int) -> None: ...
+    def advance(self, files: int = 0, chunks: int = 0) -> None: ...
+    def finish(self) -> None: ...
+
+
+class NoProgress:
+    def start(self, files: int, chunks: int) -> None: ...
+    def advance(self, files: int = 0, chunks: int = 0) -> None: ...
+    def finish(self) -> None: ...
+
+
+def embedder_id(settings: Settings) -> str:
+    """The embedder's id without loading it, so a no-change sync stays instant."""
+    if settings.embedding_backend == "openai":
+        return "openai:" + (settings.embedding_model or "text-embedding-3-small")
+    return "local:all-MiniLM-L6-v2-int8"
+
+
+def fingerprint(settings: Settings) -> str:
+    return (
+        f"embedder={embedder_id(settings)};chunker={chunker.VERSION};"
+        f"size={settings.chunk_size};overlap={settings.chunk_overlap}"
+    )
+
+
+@contextmanager
+def writer_lock(index_dir: Path) -> Iterator[None]:
+    """Hold the index's write lock; a second writer is told who holds it."""
+    index_dir.mkdir(parents=True, exist_ok=True)
+    path = index_dir / "lock"
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            raise AskmdError(
+                f"the index at {index_dir} is being updated by another askmd process "
+                f"(pid {holder}). Wait for it to finish, or stop it."
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.seek(0)
+            handle.truncate()
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@dataclass
+class _Current:
+    md5: str
+    size: int
+    mtime_ns: int
+    note: notes.Note | None  # None when the stat matched the manifest and it was not read
+    kept: bool = False  # unreadable now, but its earlier chunks stay
+
+
+def sync(
+    settings: Settings,
+    store: Store,
+    manifest: Manifest,
+    make_embedder: Callable[[], Embedder],
+    *,
+    rebuild: bool = False,
+    progress: Progress | None = None,
+) -> SyncReport:
+    """Make the index match the folder; see the module docstring."""
+    started = time.perf_counter()
+    progress = progress or NoProgress()
+    report = SyncReport()
+    fp = fingerprint(settings)
+    with writer_lock(settings.index_dir):
+        known = manifest.files()
+        old_fp = manifest.get("fingerprint")
+        if old_fp and old_fp != fp and not rebuild:
+            report.rebuild_reason = _what_changed(old_fp, fp)
+        fresh = rebuild or bool(report.rebuild_reason)
+        current = _scan(settings, known, report, trust_stat=not fresh)
+        gate = _gate(fp, current)
+        if not fresh and manifest.get("gate") == gate:
+            _touch(manifest, known, current)
+            report.files_unchanged = len(current)
+            report.chunks_total = manifest.total_chunks()
+            report.seconds = time.perf_counter() - started
+            return report
+
+        embedder = make_embedder()
+        meta = {"embedder": embedder.id, "fingerprint": fp}
+        stored = store.open(meta)
+        if rebuild:
+            report.rebuild_reason = "asked for"
+        elif not report.rebuild_reason and stored.get("fingerprint") not in (None, fp):
+            report.rebuild_reason = "the Chroma collection was built with other settings"
+        if report.rebuild_reason:
+            store.reset(meta)
+            manifest.forget_all()
+            known = {}
+            report.rebuilt = True
+        elif store.count() != manifest.total_chunks():
+            known = _repair(store, manifest, known, report)
+
+        deleted = sorted(s for s in known if s not in current)
+        changed = [s for s in current if s in known and known[s].md5 != current[s].md5]
+        added = [s for s in current if s not in known and not current[s].kept]
+        report.files_added, report.files_changed = len(added), len(changed)
+        report.files_deleted = len(deleted)
+        report.files_unchanged = len(current) - len(added) - len(changed)
+        report.files_unchanged -= sum(1 for s in current if current[s].kept and s not in known)
+
+        if deleted:
+            store.delete(deleted)
+            report.chunks_deleted += sum(known[s].chunks for s in deleted)
+            manifest.forget(deleted)
+        _touch(manifest, known, current)
+        _index(
+            settings, store, manifest, embedder, known, current, added + changed, report, progress
+        )
+        manifest.set(
+            gate=_gate(fp, current),
+            fingerprint=fp,
+            embedder=embedder.id,
+            dimension=str(embedder.dimension),
+            last_sync=now(),
+        )
+        total = manifest.total_chunks()
+        if manifest.cache_size(embedder.id) > 2 * total + CACHE_SLACK:
+            manifest.prune_cache(embedder.id)
+        report.chunks_total = manifest.total_chunks()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _scan(
+    settings: Settings, known: dict[str, FileRecord], report: SyncReport, trust_stat: bool
+) -> dict[str, _Current]:
+    """Hash every note, reading only files whose size or mtime differ from the manifest."""
+    root = settings.knowledge_dir
+    found, skipped = notes.find(root, settings.include, settings.exclude)
+    report.files_scanned = len(found)
+    report.files_skipped.extend(skipped)
+    current: dict[str, _Current] = {}
+    for source in found:
+        rec = known.get(source)
+        try:
+            st = (root / source).stat()
+        except OSError:
+            st = None
+        if trust_stat and rec and st and (rec.size, rec.mtime_ns) == (st.st_size, st.st_mtime_ns):
+            current[source] = _Current(rec.md5, rec.size, rec.mtime_ns, None)
+            continue
+        try:
+            note = notes.read(root, source, settings.max_file_bytes)
+        except notes.Unreadable as exc:
+            report.files_skipped.append(notes.Skipped(source, str(exc)))
+            if rec and st is not None:  # bad input never destroys what is already indexed
+                current[source] = _Current(rec.md5, rec.size, rec.mtime_ns, None, kept=True)
+            continue
+        report.warnings.extend(f"{source}: {w}" for w in note.warnings)
+        current[source] = _Current(note.md5, st.st_size, st.st_mtime_ns, note)
+    return current
+
+
+def _gate(fp: str, current: dict[str, _Current]) -> str:
+    digest = hashlib.md5(fp.encode())
+    for source in sorted(current):
+        digest.update(f"\n{source}\t{current[source].md5}".encode())
+    return digest.hexdigest()
+
+
+def _touch(manifest: Manifest, known: dict[str, FileRecord], current: dict[str, _Current]) -> None:
+    """Remember new mtimes of files saved without a change, so they are not read again."""
+    moved = [
+        FileRecord(s, c.md5, c.size, c.mtime_ns, known[s].chunks)
+        for s, c in current.items()
+        if s in known
+        and not c.kept
+        and c.md5 == known[s].md5
+        and (c.size, c.mtime_ns) != (known[s].size, known[s].mtime_ns)
+    ]
+    if moved:
+        manifest.touch(moved)
+
+
+def _what_changed(old: str, new: str) -> str:
+    before = dict(part.split("=", 1) for part in old.split(";") if "=" in part)
+    after = dict(part.split("=", 1) for part in new.split(";") if "=" in part)
+    if before.get("embedder") != after.get("embedder"):
+        return f"embedder changed ({before.get('embedder')} → {after.get('embedder')})"
+    if before.get("chunker") != after.get("chunker"):
+        return "the chunker changed"
+    return (
+        f"chunk settings changed (size {before.get('size')} → {after.get('size')}, "
+        f"overlap {before.get('overlap')} → {after.get('overlap')})"
+    )
+
+
+def _repair(
+    store: Store, manifest: Manifest, known: dict[str, FileRecord], report: SyncReport
+) -> dict[str, FileRecord]:
+    """The store and the manifest disagree (a run was killed, or the store was changed
+    behind our back): forget every file whose chunk count differs, so it is redone."""
+    counts = store.source_counts()
+    bad = sorted(
+        s
+        for s in set(counts) | set(known)
+        if counts.get(s, 0) != (known[s].chunks if s in known else -1)
+    )
+    store.delete([s for s in bad if s in counts])
+    manifest.forget(bad)
+    report.warnings.append(f"repaired the index: {len(bad)} file(s) were out of step with it")
+    return {s: r for s, r in known.items() if s not in bad}
+
+
+def _index(
+    settings: Settings,
+    store: Store,
+    manifest: Manifest,
+    embedder: Embedder,
+    known: dict[str, FileRecord],
+    current: dict[str, _Current],
+    sources: list[str],
+    report: SyncReport,
+    progress: Progress,
+) -> None:
+    """Chunk, embed (cache misses only), store and record the given files, in groups."""
+    root = settings.knowledge_dir
+    work: list[tuple[str, notes.Note, list[chunker.Chunk]]] = []
+    for source in sources:
+        note = current[source].note
+        if note is None:
+            try:
+                note = notes.read(root, source, settings.max_file_bytes)
+            except notes.Unreadable as exc:
+                report.files_skipped.append(notes.Skipped(source, str(exc)))
+                continue
+        chunks = chunker.split(
+            note.text,
+            source=source,
+            title=note.title,
+            first_line=note.first_line,
+            size=settings.chunk_size,
+            overlap=settings.chunk_overlap,
+        )
+        work.append((source, note, chunks))
+    progress.start(len(work), sum(len(c) for _, _, c in work))
+    group: list[tuple[str, notes.Note, list[chunker.Chunk]]] = []
+    size = 0
+    for item in work:
+        group.append(item)
+        size += len(item[2])
+        if size >= GROUP_CHUNKS:
+            _store_group(
+                store, manifest, embedder, settings, known, current, group, report, progress
+            )
+            group, size = [], 0
+    if group:
+        _store_group(store, manifest, embedder, settings, known, current, group, report, progress)
+    progress.finish()
+
+
+def _store_group(
+    store: Store,
+    manifest: Manifest,
+    embedder: Embedder,
+    settings: Settings,
+    known: dict[str, FileRecord],
+    current: dict[str, _Current],
+    group: list[tuple[str, notes.Note, list[chunker.Chunk]]],
+    report: SyncReport,
+    progress: Progress,
+) -> None:
+    chunks = [c for _, _, cs in group for c in cs]
+    texts = [c.embedding_text for c in chunks]
+    hashes = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
+    vectors = manifest.cached(embedder.id, sorted(set(hashes)))
+    missing = list(dict.fromkeys(h for h in hashes if h not in vectors))
+    text_of = dict(zip(hashes, texts, strict=True))
+    for start in range(0, len(missing), settings.embed_batch):
+        part = missing[start : start + settings.embed_batch]
+        fresh = embedder.embed([text_of[h] for h in part])
+        new = dict(zip(part, fresh, strict=True))
+        manifest.cache(embedder.id, new)
+        vectors.update(new)
+        report.chunks_embedded += len(part)
+        progress.advance(chunks=len(part))
+    progress.advance(chunks=len(chunks) - len(missing))
+    tags = {source: note.tags for source, note, _ in group}
+    md5s = {source: note.md5 for source, note, _ in group}
+    store.replace(
+        [source for source, _, _ in group],
+        [c.id for c in chunks],
+        [c.text for c in chunks],
+        [
+            chunk_metadata(c, md5s[c.source], tags[c.source], h)
+            for c, h in zip(chunks, hashes, strict=True)
+        ],
+        np.stack([vectors[h] for h in hashes]) if chunks else np.zeros((0, 1), dtype=np.float32),
+    )
+    records = []
+    by_source: dict[str, list[tuple[str, str]]] = {}
+    for c, h in zip(chunks, hashes, strict=True):
+        by_source.setdefault(c.source, []).append((c.id, h))
+    for source, note, cs in group:
+        state = current[source]
+        rec = FileRecord(source, note.md5, state.size, state.mtime_ns, len(cs))
+        records.append((rec, by_source.get(source, [])))
+        if source in known:
+            old = set(manifest.chunk_hashes(source))
+            report.chunks_deleted += len(old - {h for _, h in by_source.get(source, [])})
+    manifest.record(records)
+    progress.advance(files=len(group))

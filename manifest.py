@@ -1,0 +1,168 @@
+"""The local record of what is indexed: per-file hashes, chunk ids, the folder's gate hash
+and the embedding cache, in one SQLite file inside the index folder.
+
+It is what makes a sync cheap: a no-change run compares the gate hash here without
+opening Chroma, and an edit re-embeds only chunks whose text is not in the cache. A
+file's rows are committed only after its chunks are stored, so a killed run leaves rows
+that describe an older state, which the next run repairs. It never talks to Chroma.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    source TEXT PRIMARY KEY, md5 TEXT NOT NULL, size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL, chunks INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id TEXT PRIMARY KEY, source TEXT NOT NULL, text_hash TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_by_source ON chunks (source);
+CREATE TABLE IF NOT EXISTS embeddings (
+    embedder TEXT NOT NULL, text_hash TEXT NOT NULL, vector BLOB NOT NULL,
+    PRIMARY KEY (embedder, text_hash)
+);
+"""
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    source: str
+    md5: str
+    size: int
+    mtime_ns: int
+    chunks: int
+
+
+class Manifest:
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    # --- meta -------------------------------------------------------------------------
+
+    def get(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set(self, **values: str) -> None:
+        with self._transaction():
+            self.db.executemany(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", values.items()
+            )
+
+    # --- files ------------------------------------------------------------------------
+
+    def files(self) -> dict[str, FileRecord]:
+        rows = self.db.execute("SELECT source, md5, size, mtime_ns, chunks FROM files")
+        return {r[0]: FileRecord(*r) for r in rows}
+
+    def total_chunks(self) -> int:
+        return self.db.execute("SELECT COALESCE(SUM(chunks), 0) FROM files").fetchone()[0]
+
+    def record(self, files: Iterable[tuple[FileRecord, list[tuple[str, str]]]]) -> None:
+        """Store files with their (chunk id, text hash) pairs, replacing what was there."""
+        with self._transaction():
+            for rec, chunk_rows in files:
+                self.db.execute("DELETE FROM chunks WHERE source = ?", (rec.source,))
+                self.db.execute(
+                    "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)",
+                    (rec.source, rec.md5, rec.size, rec.mtime_ns, rec.chunks),
+                )
+                self.db.executemany(
+                    "INSERT OR REPLACE INTO chunks VALUES (?, ?, ?)",
+                    [(cid, rec.source, h) for cid, h in chunk_rows],
+                )
+
+    def chunk_hashes(self, source: str) -> list[str]:
+        rows = self.db.execute("SELECT text_hash FROM chunks WHERE source = ?", (source,))
+        return [r[0] for r in rows]
+
+    def touch(self, records: Iterable[FileRecord]) -> None:
+        """Update size and mtime of files whose content did not change."""
+        with self._transaction():
+            self.db.executemany(
+                "UPDATE files SET size = ?, mtime_ns = ? WHERE source = ?",
+                [(r.size, r.mtime_ns, r.source) for r in records],
+            )
+
+    def forget(self, sources: Iterable[str]) -> None:
+        with self._transaction():
+            for source in sources:
+                self.db.execute("DELETE FROM files WHERE source = ?", (source,))
+                self.db.execute("DELETE FROM chunks WHERE source = ?", (source,))
+
+    def forget_all(self) -> None:
+        with self._transaction():
+            self.db.execute("DELETE FROM files")
+            self.db.execute("DELETE FROM chunks")
+            self.db.execute("DELETE FROM meta WHERE key = 'gate'")
+
+    # --- embedding cache --------------------------------------------------------------
+
+    def cached(self, embedder: str, hashes: list[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        for start in range(0, len(hashes), 500):
+            part = hashes[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(
+                f"SELECT text_hash, vector FROM embeddings WHERE embedder = ? "
+                f"AND text_hash IN ({marks})",
+                [embedder, *part],
+            )
+            found.update((h, np.frombuffer(v, dtype=np.float32)) for h, v in rows)
+        return found
+
+    def cache(self, embedder: str, vectors: dict[str, np.ndarray]) -> None:
+        with self._transaction():
+            self.db.executemany(
+                "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)",
+                [(embedder, h, v.astype(np.float32).tobytes()) for h, v in vectors.items()],
+            )
+
+    def cache_size(self, embedder: str) -> int:
+        query = "SELECT COUNT(*) FROM embeddings WHERE embedder = ?"
+        return self.db.execute(query, (embedder,)).fetchone()[0]
+
+    def prune_cache(self, embedder: str) -> int:
+        """Drop cached vectors of this embedder that no indexed chunk uses any more."""
+        with self._transaction():
+            cursor = self.db.execute(
+                "DELETE FROM embeddings WHERE embedder = ? AND text_hash NOT IN "
+                "(SELECT text_hash FROM chunks)",
+                (embedder,),
+            )
+        return cursor.rowcount
+
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self.db)
+
+
+class _Transaction:
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+
+    def __enter__(self) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind: object, *_: object) -> None:
+        self.db.execute("ROLLBACK" if kind else "COMMIT")
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")

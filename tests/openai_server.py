@@ -1,0 +1,157 @@
+"""A real OpenAI-compatible HTTP server on 127.0.0.1 for tests, run in a daemon thread.
+
+POST /v1/embeddings answers with deterministic, *unnormalised* vectors (see `vector`). Every
+request is recorded; `force` queues scripted replies per path (an error status, a body, a
+delay). More endpoints are added by putting a function in `routes`: it gets the JSON body and
+returns a JSON object, or an iterable of objects to stream as server-sent events (chat).
+"""
+
+from __future__ import annotations
+
+import array
+import base64
+import json
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+JSON = dict[str, Any]
+Route = Callable[[Any], JSON | Iterable[JSON]]
+
+
+@dataclass
+class Request:
+    path: str
+    headers: dict[str, str]  # names lower-cased
+    body: Any
+
+
+@dataclass
+class Forced:
+    status: int = 200
+    body: JSON | None = None  # None with status 200: the normal answer, after `delay`
+    delay: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def vector(text: str, dimension: int) -> list[float]:
+    """The server's vector for `text`: the same in every run, and not of length 1."""
+    rng = random.Random(text)  # a str seed is hashed with sha512, not Python's salted hash()
+    return [rng.uniform(-3.0, 3.0) for _ in range(dimension)]
+
+
+def error_body(status: int, message: str | None = None) -> JSON:
+    """An error reply shaped like OpenAI's."""
+    return {"error": {"message": message or f"forced {status}", "type": "test", "code": status}}
+
+
+class OpenAIServer:
+    """`with OpenAIServer() as server:` then point a client at `server.url`."""
+
+    def __init__(self, dimension: int = 8, shuffle: bool = False) -> None:
+        self.dimension = dimension
+        self.shuffle = shuffle  # answer embeddings out of order, to test ordering by `index`
+        self.requests: list[Request] = []
+        self.routes: dict[str, Route] = {"/v1/embeddings": self.embeddings}
+        self._forced: dict[str, deque[Forced]] = {}
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._httpd.daemon_threads = True
+        self._httpd.block_on_close = False  # a reply still sleeping must not hold up close()
+        self.url = f"http://127.0.0.1:{self._httpd.server_port}/v1"
+
+    def __enter__(self) -> OpenAIServer:
+        # A short poll interval, because shutdown() waits for the loop's next look (0.5 s default).
+        poll = {"poll_interval": 0.01}
+        threading.Thread(target=self._httpd.serve_forever, kwargs=poll, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def force(
+        self,
+        path: str,
+        status: int = 200,
+        body: JSON | None = None,
+        *,
+        delay: float = 0.0,
+        times: int = 1,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        """Answer the next `times` requests to `path` like this; errors get an OpenAI body."""
+        if body is None and status != 200:
+            body = error_body(status)
+        with self._lock:
+            queue = self._forced.setdefault(path, deque())
+            queue.extend(Forced(status, body, delay, headers or {}) for _ in range(times))
+
+    def embeddings(self, body: JSON) -> JSON:
+        texts = [body["input"]] if isinstance(body["input"], str) else body["input"]
+        data = []
+        for i, text in enumerate(texts):
+            values: list[float] | str = vector(text, self.dimension)
+            if body.get("encoding_format") == "base64":  # what the openai client asks by default
+                values = base64.b64encode(array.array("f", values).tobytes()).decode()
+            data.append({"object": "embedding", "index": i, "embedding": values})
+        if self.shuffle:
+            random.Random(len(data)).shuffle(data)
+        usage = {"prompt_tokens": len(texts), "total_tokens": len(texts)}
+        return {"object": "list", "data": data, "model": body.get("model"), "usage": usage}
+
+    def _next(self, path: str) -> Forced:
+        with self._lock:
+            queue = self._forced.get(path)
+            return queue.popleft() if queue else Forced()
+
+
+def _handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = json.loads(raw) if raw else None
+            headers = {name.lower(): value for name, value in self.headers.items()}
+            with server._lock:
+                server.requests.append(Request(self.path, headers, body))
+            forced = server._next(self.path)
+            time.sleep(forced.delay)
+            try:
+                if forced.body is not None or forced.status != 200:
+                    self._send(forced.status, forced.body or {}, forced.headers)
+                elif self.path in server.routes:
+                    self._send(200, server.routes[self.path](body), {})
+                else:
+                    self._send(404, error_body(404, f"no route {self.path}"), {})
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up waiting (a timeout test)
+
+        do_GET = do_POST
+
+        def _send(self, status: int, reply: JSON | Iterable[JSON], headers: dict[str, str]) -> None:
+            stream = not isinstance(reply, dict)
+            payload = b"" if stream else json.dumps(reply).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "text/event-stream" if stream else "application/json")
+            if not stream:
+                self.send_header("Content-Length", str(len(payload)))
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            if not stream:
+                self.wfile.write(payload)
+                return
+            for chunk in reply:
+                self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+                self.wfile.flush()
+            self.wfile.write(b"data: [DONE]\n\n")
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # keep test output clean; `requests` has everything
+
+    return Handler

@@ -1,0 +1,381 @@
+"""The sync against a real Chroma in a temp dir and a real OpenAI-compatible embeddings
+server on 127.0.0.1 (deterministic vectors, fast), plus the real local model once.
+
+Every scenario checks exact chunk counts in the store against what the chunker makes of
+the files on disk, so a duplicate, stale or missing chunk fails the test."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import chunker
+import indexer
+import notes
+from embedder import OpenAIEmbedder, make_embedder
+from errors import AskmdError
+from manifest import Manifest
+from settings import Settings
+from store import Store
+from tests.conftest import ROOT, clean_env
+from tests.openai_server import OpenAIServer
+
+GUIDE = """# Deploy guide
+
+## Install
+
+{install}
+
+## Configure
+
+Set `LUMEN_PORT` to 8420. {configure}
+
+## Rollback
+
+Run `lumenctl rollback` and check the health endpoint.
+"""
+
+
+@pytest.fixture(scope="module")
+def server():
+    with OpenAIServer(dimension=8) as s:
+        yield s
+
+
+def make_settings(tmp_path: Path, server: OpenAIServer, **changes) -> Settings:
+    values = dict(
+        knowledge_dir=tmp_path / "kb",
+        index_dir=tmp_path / "ix",
+        embedding_backend="openai",
+        embedding_model="test-embed",
+        openai_base_url=server.url,
+        openai_api_key="test-key",
+        embed_batch=8,
+    )
+    values.update(changes)
+    values["knowledge_dir"].mkdir(parents=True, exist_ok=True)
+    return Settings(**values)
+
+
+def sync(settings: Settings, rebuild: bool = False) -> indexer.SyncReport:
+    manifest = Manifest(settings.index_dir / "manifest.sqlite3")
+    try:
+        return indexer.sync(
+            settings,
+            Store(settings.index_dir, settings.chroma_url, settings.collection),
+            manifest,
+            lambda: (
+                OpenAIEmbedder(
+                    settings.openai_base_url,
+                    settings.openai_api_key,
+                    settings.embedding_model,
+                    batch_size=settings.embed_batch,
+                    max_retries=0,
+                )
+                if settings.embedding_backend == "openai"
+                else make_embedder("local", None)
+            ),
+            rebuild=rebuild,
+        )
+    finally:
+        manifest.close()
+
+
+def expected_counts(settings: Settings) -> dict[str, int]:
+    """What the chunker makes of every readable note on disk now."""
+    found, _ = notes.find(settings.knowledge_dir, settings.include, settings.exclude)
+    counts = {}
+    for source in found:
+        try:
+            note = notes.read(settings.knowledge_dir, source)
+        except notes.Unreadable:
+            continue
+        counts[source] = len(
+            chunker.split(
+                note.text,
+                source=source,
+                title=note.title,
+                first_line=note.first_line,
+                size=settings.chunk_size,
+                overlap=settings.chunk_overlap,
+            )
+        )
+    return {s: n for s, n in counts.items() if n}
+
+
+def stored_counts(settings: Settings) -> dict[str, int]:
+    store = Store(settings.index_dir, settings.chroma_url, settings.collection)
+    store.open({})
+    return store.source_counts()
+
+
+def write(settings: Settings, source: str, text: str | bytes) -> Path:
+    path = settings.knowledge_dir / source
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def long_install(words: int = 160) -> str:
+    return " ".join(f"Step {i} copies the release bundle." for i in range(words))
+
+
+def seed(settings: Settings) -> None:
+    write(settings, "guides/deploy.md", GUIDE.format(install=long_install(), configure="Done."))
+    write(settings, "faq.md", "# FAQ\n\nQ: port?\n\n---\n\nA second entry.\n\n---\n\nThird.\n")
+    write(settings, "zh/备份.md", "# 数据库备份\n\n每天凌晨两点半执行备份，保留十四天。\n")
+
+
+def embedded_requests(server: OpenAIServer) -> int:
+    return sum(len(r.body["input"]) for r in server.requests if r.path == "/v1/embeddings")
+
+
+def test_first_sync_then_no_change_then_touch(tmp_path, server) -> None:
+    settings = make_settings(tmp_path, server)
+    seed(settings)
+    first = sync(settings)
+    expected = expected_counts(settings)
+    assert stored_counts(settings) == expected
+    assert (first.files_scanned, first.files_added, first.files_unchanged) == (3, 3, 0)
+    assert first.chunks_total == sum(expected.values()) == first.chunks_embedded
+    assert first.rebuilt is False and first.files_skipped == []
+
+    before = embedded_requests(server)
+    again = sync(settings)
+    assert (again.files_unchanged, again.files_added, again.chunks_embedded) == (3, 0, 0)
+    assert again.chunks_total == first.chunks_total
+    assert embedded_requests(server) == before
+
+    path = settings.knowledge_dir / "faq.md"
+    os.utime(path, ns=(time.time_ns(), time.time_ns() + 5_000_000_000))  # saved, not changed
+    touched = sync(settings)
+    assert (touched.files_unchanged, touched.files_changed, touched.chunks_embedded) == (3, 0, 0)
+    assert embedded_requests(server) == before
+
+
+def test_editing_one_paragraph_re_embeds_only_changed_chunks(tmp_path, server) -> None:
+    settings = make_settings(tmp_path, server)
+    seed(settings)
+    sync(settings)
+    old = {c.text for c in _chunks(settings, "guides/deploy.md")}
+    write(
+        settings,
+        "guides/deploy.md",
+        GUIDE.format(install=long_install(), configure="Restart the API afterwards."),
+    )
+    report = sync(settings)
+    new = _chunks(settings, "guides/deploy.md")
+    changed = [c for c in new if c.text not in old]
+    assert (report.files_changed, report.files_unchanged, report.files_added) == (1, 2, 0)
+    assert report.chunks_embedded == len(changed) == 1
+    assert report.chunks_deleted == 1
+    assert stored_counts(settings) == expected_counts(settings)
+
+
+def _chunks(settings: Settings, source: str) -> list[chunker.Chunk]:
+    note = notes.read(settings.knowledge_dir, source)
+    return chunker.split(note.text, source=source, title=note.title, first_line=note.first_line)
+
+
+def test_rename_delete_and_re_add(tmp_path, server) -> None:
+    settings = make_settings(tmp_path, server)
+    seed(settings)
+    sync(settings)
+    deploy = settings.knowledge_dir / "guides/deploy.md"
+    deploy.rename(settings.knowledge_dir / "guides/deployment.md")
+    renamed = sync(settings)
+    assert (renamed.files_added, renamed.files_deleted, renamed.files_unchanged) == (1, 1, 2)
+    assert renamed.chunks_embedded == 0  # same texts (the title is the H1): from the cache
+    assert stored_counts(settings) == expected_counts(settings)
+    assert "guides/deploy.md" not in stored_counts(settings)
+
+    faq = (settings.knowledge_dir / "faq.md").read_text(encoding="utf-8")
+    (settings.knowledge_dir / "faq.md").unlink()
+    deleted = sync(settings)
+    assert (deleted.files_deleted, deleted.chunks_deleted) == (1, 3)
+    assert stored_counts(settings) == expected_counts(settings)
+
+    write(settings, "faq.md", faq)
+    back = sync(settings)
+    assert (back.files_added, back.chunks_embedded) == (1, 0)
+    assert stored_counts(settings) == expected_counts(settings)
+
+
+def test_bad_files_are_skipped_and_never_destroy_indexed_chunks(tmp_path, server) -> None:
+    settings = make_settings(tmp_path, server)
+    seed(settings)
+    write(settings, "latin1.md", "caf\xe9 notes".encode("latin-1"))
+    write(settings, "image.md", b"\x89PNG\r\n\x1a\n\x00\x00\x00")
+    write(settings, "empty.md", "")
+    report = sync(settings)
+    assert sorted((s.source, s.reason) for s in report.files_skipped) == [
+        ("image.md", "binary (it contains NUL bytes), not a text note"),
+        ("latin1.md", "not UTF-8 (byte 0xe9 at offset 3); re-save it as UTF-8"),
+    ]
+    assert stored_counts(settings) == expected_counts(settings)
+    indexed = stored_counts(settings)
+
+    write(settings, "faq.md", "broken \xff save".encode("latin-1"))  # a good note goes bad
+    kept = sync(settings)
+    assert [s.source for s in kept.files_skipped] == ["faq.md", "image.md", "latin1.md"]
+    assert stored_counts(settings) == indexed  # its earlier chunks are still there
+    assert kept.chunks_deleted == 0
+
+
+def test_embedder_or_chunk_settings_change_means_rebuild(tmp_path, server) -> None:
+    settings = make_settings(tmp_path, server)
+    seed(settings)
+    sync(settings)
+    other = make_settings(tmp_path, server, embedding_model="other-embed")
+    report = sync(other)
+    assert report.rebuilt is True
+    assert report.rebuild_reason == "embedder changed (openai:test-embed → openai:other-embed)"
+    assert report.chunks_embedded == report.chunks_total
+    assert stored_counts(other) == expected_counts(other)
+
+    smaller = make_settings(
+        tmp_path, server, embedding_model="other-embed", chunk_size=300, chunk_overlap=50
+    )
+    resized = sync(smaller)
+    assert resized.rebuild_reason == "chunk settings changed (size 1000 → 300, overlap 200 → 50)"
+    assert stored_counts(smaller) == expected_counts(smaller)
+
+    again = sync(smaller, rebuild=True)
+    assert (again.rebuilt, again.rebuild_reason, again.chunks_embedded) == (True, "asked for", 0)
+    assert stored_counts(smaller) == expected_counts(smaller)
+
+
+def test_a_store_changed_behind_the_manifest_is_repaired(tmp_path, server) -> None:
+    settings = make_settings(tmp_path, server)
+    seed(settings)
+    sync(settings)
+    store = Store(settings.index_dir)
+    store.open({})
+    store.delete(["zh/备份.md"])  # the store loses a file the manifest thinks is indexed
+    write(settings, "new.md", "# New\n\nA new note forces a full comparison.\n")
+    report = sync(settings)
+    assert report.warnings == ["repaired the index: 1 file(s) were out of step with it"]
+    assert stored_counts(settings) == expected_counts(settings)
+
+
+def test_a_second_writer_is_refused_with_the_holder_pid(tmp_path, server) -> None:
+    settings = make_settings(tmp_path, server)
+    seed(settings)
+    with indexer.writer_lock(settings.index_dir):
+        with pytest.raises(AskmdError) as info:
+            sync(settings)
+    assert str(info.value) == (
+        f"the index at {settings.index_dir} is being updated by another askmd process "
+        f"(pid {os.getpid()}). Wait for it to finish, or stop it."
+    )
+    assert sync(settings).files_added == 3  # the lock is free again
+
+
+def test_the_real_local_model_indexes_and_finds_the_right_note(tmp_path, server) -> None:
+    settings = make_settings(tmp_path, server, embedding_backend="local", embedding_model="")
+    write(settings, "ports.md", "# Ports\n\nThe API listens on port 8420 and metrics on 9420.\n")
+    write(settings, "bread.md", "# Sourdough\n\nFeed the starter flour and water every day.\n")
+    write(settings, "tax.md", "# Taxes\n\nFile the yearly return before the end of April.\n")
+    report = sync(settings)
+    assert (report.files_added, report.chunks_total) == (3, 3)
+    store = Store(settings.index_dir)
+    store.open({})
+    model = make_embedder("local", None)
+    hit = store.nearest(model.embed_queries(["which port does the server use?"])[0], 1)[0]
+    assert hit.metadata["source"] == "ports.md"
+    manifest = Manifest(settings.index_dir / "manifest.sqlite3")
+    assert (manifest.get("embedder"), manifest.get("dimension")) == (
+        "local:all-MiniLM-L6-v2-int8",
+        "384",
+    )
+
+
+# --- whole processes: concurrent runs and kill -9 -------------------------------------
+
+
+def index_process(settings: Settings, *extra: str) -> subprocess.Popen:
+    env = clean_env(
+        ASKMD_EMBEDDING_BACKEND="openai",
+        ASKMD_EMBEDDING_MODEL=settings.embedding_model,
+        OPENAI_BASE_URL=settings.openai_base_url,
+        OPENAI_API_KEY="test-key",
+        ASKMD_EMBED_BATCH=str(settings.embed_batch),
+    )
+    return subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "rag.py"),
+            "--knowledge",
+            str(settings.knowledge_dir),
+            "--index-dir",
+            str(settings.index_dir),
+            "index",
+            "--json",
+            *extra,
+        ],
+        cwd=settings.knowledge_dir.parent,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def many_notes(settings: Settings, files: int = 60) -> None:
+    for i in range(files):
+        body = "\n\n".join(
+            f"## Part {j}\n\n" + f"Note {i} part {j} talks about topic {i * j}. " * 12
+            for j in range(6)
+        )
+        write(settings, f"notes/n{i:03}.md", f"# Note {i}\n\n{body}\n")
+
+
+def test_two_index_runs_at_once(tmp_path, server) -> None:
+    settings = make_settings(tmp_path, server, embed_batch=16)
+    many_notes(settings, files=20)
+    server.force("/v1/embeddings", delay=0.2, times=200)  # keep the first run busy
+    try:
+        first = index_process(settings)
+        time.sleep(1.5)
+        second = index_process(settings)
+        out2, err2 = second.communicate(timeout=60)
+        out1, err1 = first.communicate(timeout=120)
+    finally:
+        server._forced.clear()
+    assert first.returncode == 0, err1
+    assert second.returncode == 1
+    assert err2.startswith(f"error: the index at {settings.index_dir} is being updated by another")
+    assert stored_counts(settings) == expected_counts(settings)
+
+
+@pytest.mark.parametrize("kill_after", [1.0, 2.5])
+def test_kill_9_during_index_then_rerun_repairs(tmp_path, server, kill_after: float) -> None:
+    settings = make_settings(tmp_path, server, embed_batch=16)
+    many_notes(settings, files=60)
+    server.force("/v1/embeddings", delay=0.05, times=1000)
+    try:
+        victim = index_process(settings)
+        time.sleep(kill_after)
+        assert victim.poll() is None, "the run finished before it could be killed"
+        victim.send_signal(signal.SIGKILL)
+        victim.wait(timeout=10)
+    finally:
+        server._forced.clear()
+    again = index_process(settings)
+    out, err = again.communicate(timeout=120)
+    assert again.returncode == 0, err
+    expected = expected_counts(settings)
+    assert stored_counts(settings) == expected
+    manifest = Manifest(settings.index_dir / "manifest.sqlite3")
+    assert manifest.total_chunks() == sum(expected.values())
+    quiet = sync(settings)
+    assert (quiet.files_unchanged, quiet.chunks_embedded) == (60, 0)
