@@ -106,7 +106,12 @@ class SyncProgress:
             self.bar = None
 
 
-def show_sync(report) -> None:
+def show_sync(report, knowledge_dir=None, include=()) -> None:
+    if report.files_scanned == 0 and knowledge_dir is not None:
+        warning(
+            f"no notes found in {knowledge_dir}/ (looked for {', '.join(include)}). "
+            "Add notes, or set ASKMD_KNOWLEDGE_DIR or ASKMD_INCLUDE."
+        )
     for skipped in report.files_skipped:
         warning(f"{skipped.source} is {skipped.reason}; skipped")
     for line in report.warnings:

@@ -118,7 +118,7 @@ class Index:
 
     def sync(self, rebuild: bool = False, show_progress: bool = True) -> indexer.SyncReport:
         progress = console.SyncProgress() if show_progress else None
-        return indexer.sync(
+        report = indexer.sync(
             self.settings,
             self.store,
             self.manifest,
@@ -126,6 +126,10 @@ class Index:
             rebuild=rebuild,
             progress=progress,
         )
+        return report
+
+    def show(self, report: indexer.SyncReport) -> None:
+        console.show_sync(report, self.settings.knowledge_dir, self.settings.include)
 
     def search(self, query: str, k: int) -> list[retriever.Hit]:
         fp = indexer.fingerprint(self.settings)
@@ -147,11 +151,12 @@ class Index:
 
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
     """Bring the index in step with the knowledge folder."""
-    report = Index(settings).sync(rebuild=args.rebuild)
+    index = Index(settings)
+    report = index.sync(rebuild=args.rebuild)
     if args.json:
         console.print_json(report.to_json())
     else:
-        console.show_sync(report)
+        index.show(report)
     return 0
 
 
@@ -160,7 +165,7 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     index = Index(settings)
     report = index.sync()
     if not args.json:
-        console.show_sync(report)
+        index.show(report)
     hits = index.search(args.query, args.k or settings.top_k)
     if args.json:
         console.print_json({"query": args.query, "results": [h.to_json() for h in hits]})
@@ -191,7 +196,7 @@ Type a question, or a command:
 def cmd_repl(args: argparse.Namespace, settings: Settings) -> int:
     """The interactive loop: sync first (the MD5 check), then questions."""
     index = Index(settings)
-    console.show_sync(index.sync())
+    index.show(index.sync())
     interactive = sys.stdin.isatty()
     if interactive:
         _enable_history(settings.index_dir / "history")
@@ -223,7 +228,7 @@ def _repl_command(index: Index, line: str) -> bool | None:
     if word == "/help":
         console.notice(REPL_HELP)
     elif word == "/reindex":
-        console.show_sync(index.sync(rebuild=True))
+        index.show(index.sync(rebuild=True))
     elif word == "/stats":
         console.show_stats(index.stats())
     elif word == "/debug":

@@ -242,3 +242,13 @@ def test_embeddings_server_down_is_one_line(run_rag, kb: Path) -> None:
     assert result.stderr.startswith(
         "error: cannot connect to the embeddings server at http://127.0.0.1:9/v1"
     )
+
+
+def test_an_empty_knowledge_folder_warns(run_rag, tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    result = run_rag("--knowledge", "empty", "index")
+    assert result.returncode == 0
+    assert result.stderr.splitlines()[0] == (
+        "warning: no notes found in empty/ (looked for *.md, *.markdown). "
+        "Add notes, or set ASKMD_KNOWLEDGE_DIR or ASKMD_INCLUDE."
+    )
