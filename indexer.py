@@ -31,6 +31,9 @@ from settings import Settings
 from store import Store, chunk_metadata
 
 GROUP_CHUNKS = 256  # chunks stored and recorded per step: the most a killed run redoes
+# Texts handed to the embedder per call: enough for it to sort by length and batch well,
+# few enough for the progress bar to move every few seconds.
+EMBED_SLICE = 64
 # Cached vectors no chunk uses are kept until they outnumber the index by this much, so a
 # file deleted and restored (a branch switch, an undo) is not embedded again.
 CACHE_SLACK = 1000
@@ -340,8 +343,8 @@ def _store_group(
     vectors = manifest.cached(embedder.id, sorted(set(hashes)))
     missing = list(dict.fromkeys(h for h in hashes if h not in vectors))
     text_of = dict(zip(hashes, texts, strict=True))
-    for start in range(0, len(missing), settings.embed_batch):
-        part = missing[start : start + settings.embed_batch]
+    for start in range(0, len(missing), EMBED_SLICE):
+        part = missing[start : start + EMBED_SLICE]
         fresh = embedder.embed([text_of[h] for h in part])
         new = dict(zip(part, fresh, strict=True))
         manifest.cache(embedder.id, new)

@@ -111,7 +111,7 @@ class Index:
             s.embedding_backend,
             s.embedding_model or None,
             threads=s.embed_threads,
-            batch_size=s.embed_batch,
+            batch_size=s.embed_batch or None,
             base_url=s.openai_base_url or None,
             api_key=s.openai_api_key or None,
         )

@@ -34,7 +34,7 @@ class Settings:
     embedding_backend: str = "local"
     embedding_model: str = ""
     embed_threads: int = 0
-    embed_batch: int = 32
+    embed_batch: int = 0
     chroma_url: str = ""
     collection: str = "askmd"
     top_k: int = 5
@@ -67,7 +67,10 @@ DOCS: dict[str, tuple[str, str]] = {
         "embedding model; empty means all-MiniLM-L6-v2 (local) or text-embedding-3-small",
     ),
     "embed_threads": ("ASKMD_EMBED_THREADS", "CPU threads for the local model; 0 lets it choose"),
-    "embed_batch": ("ASKMD_EMBED_BATCH", "texts per embedding batch"),
+    "embed_batch": (
+        "ASKMD_EMBED_BATCH",
+        "texts per embedding batch; 0 picks per backend (8 local, 64 openai)",
+    ),
     "chroma_url": (
         "ASKMD_CHROMA_URL",
         "a Chroma server (e.g. http://127.0.0.1:8001) instead of the embedded database",
@@ -222,8 +225,10 @@ def _validate(s: Settings, origin: dict[str, str], need_knowledge_dir: bool) -> 
         problems.append(f"{where('embedding_backend')}: the backend must be local or openai")
     if s.embed_threads < 0:
         problems.append(f"{where('embed_threads')}: threads cannot be negative (0 = automatic)")
-    if not 1 <= s.embed_batch <= 4096:
-        problems.append(f"{where('embed_batch')}: the batch size must be between 1 and 4096")
+    if not 0 <= s.embed_batch <= 4096:
+        problems.append(
+            f"{where('embed_batch')}: the batch size must be between 1 and 4096 (0 = automatic)"
+        )
     if not 1 <= s.top_k <= 200:
         problems.append(f"{where('top_k')}: top-k must be between 1 and 200")
     if s.chroma_url and not re.match(r"^https?://[^/:]+(:\d+)?/?$", s.chroma_url):
