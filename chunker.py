@@ -15,6 +15,10 @@ import bisect
 import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from notes import Note
 
 VERSION = "1"  # bump when chunk boundaries change, so indexes built by older code rebuild
 HARD_CAP_FACTOR = 1.5
@@ -433,6 +437,18 @@ def split(
                     )
                 )
     return chunks
+
+
+def split_note(note: Note, size: int = 1000, overlap: int = 200) -> list[Chunk]:
+    """Chunk a notes.Note: its body, title and first line number in the file."""
+    return split(
+        note.text,
+        source=note.source,
+        title=note.title,
+        first_line=note.first_line,
+        size=size,
+        overlap=overlap,
+    )
 
 
 def _default_title(layout: _Layout, source: str) -> str:

@@ -18,17 +18,17 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Protocol
 
 import chunker
 import notes
-from embedder import Embedder
 from errors import AskmdError
 from manifest import FileRecord, Manifest, now
 from settings import Settings
 from store import Store, chunk_metadata
+
+if TYPE_CHECKING:  # embedder and numpy load only when something must be embedded
+    from embedder import Embedder
 
 GROUP_CHUNKS = 256  # chunks stored and recorded per step: the most a killed run redoes
 # Texts handed to the embedder per call: enough for it to sort by length and batch well,
@@ -53,6 +53,7 @@ class SyncReport:
     rebuilt: bool = False
     rebuild_reason: str = ""
     seconds: float = 0.0
+    embed_seconds: float = 0.0  # of `seconds`, spent inside the embedder
     warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
@@ -301,14 +302,7 @@ def _index(
             except notes.Unreadable as exc:
                 report.files_skipped.append(notes.Skipped(source, str(exc)))
                 continue
-        chunks = chunker.split(
-            note.text,
-            source=source,
-            title=note.title,
-            first_line=note.first_line,
-            size=settings.chunk_size,
-            overlap=settings.chunk_overlap,
-        )
+        chunks = chunker.split_note(note, settings.chunk_size, settings.chunk_overlap)
         work.append((source, note, chunks))
     progress.start(len(work), sum(len(c) for _, _, c in work))
     group: list[tuple[str, notes.Note, list[chunker.Chunk]]] = []
@@ -337,15 +331,22 @@ def _store_group(
     report: SyncReport,
     progress: Progress,
 ) -> None:
+    import numpy as np
+
     chunks = [c for _, _, cs in group for c in cs]
     texts = [c.embedding_text for c in chunks]
     hashes = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
     vectors = manifest.cached(embedder.id, sorted(set(hashes)))
-    missing = list(dict.fromkeys(h for h in hashes if h not in vectors))
     text_of = dict(zip(hashes, texts, strict=True))
+    # Sorted by length across the whole group, so each slice pads as little as one big call.
+    missing = sorted(
+        dict.fromkeys(h for h in hashes if h not in vectors), key=lambda h: len(text_of[h])
+    )
     for start in range(0, len(missing), EMBED_SLICE):
         part = missing[start : start + EMBED_SLICE]
+        started = time.perf_counter()
         fresh = embedder.embed([text_of[h] for h in part])
+        report.embed_seconds += time.perf_counter() - started
         new = dict(zip(part, fresh, strict=True))
         manifest.cache(embedder.id, new)
         vectors.update(new)

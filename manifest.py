@@ -14,8 +14,11 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy loads only when the embedding cache is used
+    import numpy as np
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -116,6 +119,8 @@ class Manifest:
     # --- embedding cache --------------------------------------------------------------
 
     def cached(self, embedder: str, hashes: list[str]) -> dict[str, np.ndarray]:
+        import numpy as np
+
         found: dict[str, np.ndarray] = {}
         for start in range(0, len(hashes), 500):
             part = hashes[start : start + 500]
@@ -129,6 +134,8 @@ class Manifest:
         return found
 
     def cache(self, embedder: str, vectors: dict[str, np.ndarray]) -> None:
+        import numpy as np
+
         with self._transaction():
             self.db.executemany(
                 "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)",

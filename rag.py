@@ -39,14 +39,7 @@ def cmd_chunk(args: argparse.Namespace, settings: Settings) -> int:
         raise AskmdError(f"{args.path} is {exc}") from None
     for warning in note.warnings:
         console.warning(f"{args.path}: {warning}")
-    chunks = chunker.split(
-        note.text,
-        source=note.source,
-        title=note.title,
-        first_line=note.first_line,
-        size=settings.chunk_size,
-        overlap=settings.chunk_overlap,
-    )
+    chunks = chunker.split_note(note, settings.chunk_size, settings.chunk_overlap)
     mode = chunks[0].mode if chunks else "heading"
     if args.json:
         console.print_json(

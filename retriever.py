@@ -7,9 +7,11 @@ It does not generate anything and never prints.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from embedder import Embedder
-from store import Store
+if TYPE_CHECKING:
+    from embedder import Embedder
+    from store import Store
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,12 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
 
 from chunker import Chunk
 from errors import AskmdError

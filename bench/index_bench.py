@@ -63,11 +63,17 @@ def main() -> None:
     parser.add_argument("folder", type=Path)
     parser.add_argument("--sample", type=int, default=500, help="chunks for raw embedding speed")
     parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument(
+        "--work", type=Path, help="keep the copy and its index here (default: a temp folder)"
+    )
     args = parser.parse_args()
 
-    work = Path(tempfile.mkdtemp(prefix="askmd-bench-"))
+    work = args.work or Path(tempfile.mkdtemp(prefix="askmd-bench-"))
     kb, ix = work / "kb", work / "ix"
+    if kb.exists():
+        shutil.rmtree(kb)
     shutil.copytree(args.folder, kb)
+    shutil.rmtree(ix, ignore_errors=True)
     try:
         texts = embedding_texts(kb)
         sample = random.Random(0).sample(texts, min(args.sample, len(texts)))
@@ -124,7 +130,8 @@ def main() -> None:
         print(f"search, warm, k=5: p50 {statistics.median(times):.1f} ms, p95 {p95:.1f} ms "
               f"({len(times)} queries)")  # fmt: skip
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -96,16 +96,7 @@ def expected_counts(settings: Settings) -> dict[str, int]:
             note = notes.read(settings.knowledge_dir, source)
         except notes.Unreadable:
             continue
-        counts[source] = len(
-            chunker.split(
-                note.text,
-                source=source,
-                title=note.title,
-                first_line=note.first_line,
-                size=settings.chunk_size,
-                overlap=settings.chunk_overlap,
-            )
-        )
+        counts[source] = len(chunker.split_note(note, settings.chunk_size, settings.chunk_overlap))
     return {s: n for s, n in counts.items() if n}
 
 
@@ -183,7 +174,7 @@ def test_editing_one_paragraph_re_embeds_only_changed_chunks(tmp_path, server) -
 
 def _chunks(settings: Settings, source: str) -> list[chunker.Chunk]:
     note = notes.read(settings.knowledge_dir, source)
-    return chunker.split(note.text, source=source, title=note.title, first_line=note.first_line)
+    return chunker.split_note(note)
 
 
 def test_rename_delete_and_re_add(tmp_path, server) -> None:
