@@ -130,16 +130,25 @@ class Index:
         return retriever.search(query, self.embedder, self.store, k)
 
     def stats(self) -> dict:
-        m = self.manifest
-        files = m.files()
-        return {
-            "files": len(files),
-            "chunks": m.total_chunks(),
-            "embedder": m.get("embedder") or indexer.embedder_id(self.settings),
-            "dimension": int(m.get("dimension") or 0),
+        stats = {
+            "files": 0,
+            "chunks": 0,
+            "embedder": indexer.embedder_id(self.settings),
+            "dimension": 0,
             "index_dir": str(self.settings.index_dir),
-            "last_sync": m.get("last_sync"),
+            "last_sync": None,
         }
+        if not (self.settings.index_dir / "manifest.sqlite3").exists():
+            return stats  # nothing indexed yet; do not create an index just to say so
+        m = self.manifest
+        stats.update(
+            files=len(m.files()),
+            chunks=m.total_chunks(),
+            embedder=m.get("embedder") or stats["embedder"],
+            dimension=int(m.get("dimension") or 0),
+            last_sync=m.get("last_sync"),
+        )
+        return stats
 
 
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:

@@ -253,3 +253,18 @@ def test_an_empty_knowledge_folder_warns(run_rag, tmp_path: Path) -> None:
         "warning: no notes found in empty/ (looked for *.md, *.markdown). "
         "Add notes, or set ASKMD_KNOWLEDGE_DIR or ASKMD_INCLUDE."
     )
+
+
+def test_stats_before_any_index_creates_nothing(run_rag, tmp_path: Path) -> None:
+    (tmp_path / "kb").mkdir()
+    result = run_rag("--knowledge", "kb", "--index-dir", "ix", "stats", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {
+        "files": 0,
+        "chunks": 0,
+        "embedder": "local:all-MiniLM-L6-v2-int8",
+        "dimension": 0,
+        "index_dir": "ix",
+        "last_sync": None,
+    }
+    assert not (tmp_path / "ix").exists()
