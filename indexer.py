@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 import chunker
 import notes
 from errors import AskmdError
-from manifest import FileRecord, Manifest, now
+from manifest import FileRecord, Manifest, now, prepare_index_dir
 from settings import Settings
 from store import Store, chunk_metadata
 
@@ -91,7 +91,7 @@ def fingerprint(settings: Settings) -> str:
 @contextmanager
 def writer_lock(index_dir: Path) -> Iterator[None]:
     """Hold the index's write lock; a second writer is told who holds it."""
-    index_dir.mkdir(parents=True, exist_ok=True)
+    prepare_index_dir(index_dir)
     path = index_dir / "lock"
     with open(path, "a+") as handle:
         try:

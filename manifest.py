@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from errors import AskmdError
+
 if TYPE_CHECKING:  # numpy loads only when the embedding cache is used
     import numpy as np
 
@@ -46,13 +48,31 @@ class FileRecord:
     chunks: int
 
 
+def prepare_index_dir(index_dir: Path) -> None:
+    """Create the index folder, or say in one line why it cannot be used."""
+    try:
+        index_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        why = "it is a file" if index_dir.is_file() else exc.strerror or str(exc)
+        raise AskmdError(
+            f"the index folder {index_dir} cannot be created ({why}). "
+            "Point ASKMD_INDEX_DIR or --index-dir at a writable folder."
+        ) from None
+
+
 class Manifest:
     def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(_SCHEMA)
+        prepare_index_dir(path.parent)
+        try:
+            self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise AskmdError(
+                f"the index manifest {path} cannot be opened ({exc}). Delete the index "
+                "folder and run python rag.py index again."
+            ) from None
 
     def close(self) -> None:
         self.db.close()

@@ -194,16 +194,23 @@ def test_index_search_stats_json(run_rag, kb: Path, embed_server) -> None:
     assert got["last_sync"].startswith("20")
 
 
-def test_repl_piped_debug_and_quit(run_rag, kb: Path, embed_server) -> None:
+def _repl(kb: Path, server: OpenAIServer, stdin: str) -> subprocess.CompletedProcess:
+    """The REPL as a pipe: `python rag.py` with no command, questions on standard input."""
     where = ("--knowledge", str(kb), "--index-dir", str(kb.parent / "ix"))
-    result = subprocess.run(
+    return subprocess.run(
         [sys.executable, str(ROOT / "rag.py"), *where],
-        input="/help\n/debug metrics port\n/nonsense\n/stats\n/quit\nnot read\n",
+        input=stdin,
         capture_output=True,
         text=True,
-        env=clean_env(**_index_env(embed_server)),
+        env=clean_env(**_index_env(server)),
         cwd=kb.parent,
         timeout=60,
+    )
+
+
+def test_repl_piped_debug_and_quit(run_rag, kb: Path, embed_server) -> None:
+    result = _repl(
+        kb, embed_server, "/help\n/debug metrics port\n/nonsense\n/stats\n/quit\nignored\n"
     )
     assert result.returncode == 0, result.stderr
     assert result.stderr.splitlines() == [
@@ -217,16 +224,7 @@ def test_repl_piped_debug_and_quit(run_rag, kb: Path, embed_server) -> None:
 
 
 def test_repl_ends_at_end_of_input(run_rag, kb: Path, embed_server) -> None:
-    where = ("--knowledge", str(kb), "--index-dir", str(kb.parent / "ix"))
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "rag.py"), *where],
-        input="",
-        capture_output=True,
-        text=True,
-        env=clean_env(**_index_env(embed_server)),
-        cwd=kb.parent,
-        timeout=60,
-    )
+    result = _repl(kb, embed_server, "")
     assert result.returncode == 0
     assert result.stdout == ""
 
@@ -268,3 +266,23 @@ def test_stats_before_any_index_creates_nothing(run_rag, tmp_path: Path) -> None
         "last_sync": None,
     }
     assert not (tmp_path / "ix").exists()
+
+
+def test_an_unusable_index_folder_is_one_line_and_the_notes_are_untouched(
+    run_rag, kb: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "a-file").write_text("not a folder")
+    before = sorted(p.read_bytes() for p in kb.rglob("*.md"))
+    result = run_rag("--knowledge", str(kb), "--index-dir", "a-file", "index")
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (
+        "error: the index folder a-file cannot be created (it is a file). "
+        "Point ASKMD_INDEX_DIR or --index-dir at a writable folder.\n"
+    )
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken/manifest.sqlite3").write_bytes(b"not a database" * 100)
+    result = run_rag("--knowledge", str(kb), "--index-dir", "broken", "index")
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: the index manifest broken/manifest.sqlite3 cannot")
+    assert result.stderr.count("\n") == 1
+    assert sorted(p.read_bytes() for p in kb.rglob("*.md")) == before
