@@ -181,9 +181,8 @@ def sync(
             report.chunks_deleted += sum(known[s].chunks for s in deleted)
             manifest.forget(deleted)
         _touch(manifest, known, current)
-        _index(
-            settings, store, manifest, embedder, known, current, added + changed, report, progress
-        )
+        writer = _Writer(settings, store, manifest, embedder, known, current, report, progress)
+        _index(writer, added + changed)
         manifest.set(
             gate=_gate(fp, current),
             fingerprint=fp,
@@ -280,22 +279,27 @@ def _repair(
     return {s: r for s, r in known.items() if s not in bad}
 
 
-def _index(
-    settings: Settings,
-    store: Store,
-    manifest: Manifest,
-    embedder: Embedder,
-    known: dict[str, FileRecord],
-    current: dict[str, _Current],
-    sources: list[str],
-    report: SyncReport,
-    progress: Progress,
-) -> None:
+@dataclass
+class _Writer:
+    """One sync's writing side: what every group of files needs, held once."""
+
+    settings: Settings
+    store: Store
+    manifest: Manifest
+    embedder: Embedder
+    known: dict[str, FileRecord]
+    current: dict[str, _Current]
+    report: SyncReport
+    progress: Progress
+
+
+def _index(w: _Writer, sources: list[str]) -> None:
     """Chunk, embed (cache misses only), store and record the given files, in groups."""
+    settings, report, progress = w.settings, w.report, w.progress
     root = settings.knowledge_dir
     work: list[tuple[str, notes.Note, list[chunker.Chunk]]] = []
     for source in sources:
-        note = current[source].note
+        note = w.current[source].note
         if note is None:
             try:
                 note = notes.read(root, source, settings.max_file_bytes)
@@ -311,27 +315,19 @@ def _index(
         group.append(item)
         size += len(item[2])
         if size >= GROUP_CHUNKS:
-            _store_group(
-                store, manifest, embedder, settings, known, current, group, report, progress
-            )
+            _store_group(w, group)
             group, size = [], 0
     if group:
-        _store_group(store, manifest, embedder, settings, known, current, group, report, progress)
+        _store_group(w, group)
     progress.finish()
 
 
-def _store_group(
-    store: Store,
-    manifest: Manifest,
-    embedder: Embedder,
-    settings: Settings,
-    known: dict[str, FileRecord],
-    current: dict[str, _Current],
-    group: list[tuple[str, notes.Note, list[chunker.Chunk]]],
-    report: SyncReport,
-    progress: Progress,
-) -> None:
+def _store_group(w: _Writer, group: list[tuple[str, notes.Note, list[chunker.Chunk]]]) -> None:
     import numpy as np
+
+    store, manifest, embedder, report, progress = (
+        w.store, w.manifest, w.embedder, w.report, w.progress
+    )  # fmt: skip
 
     chunks = [c for _, _, cs in group for c in cs]
     texts = [c.embedding_text for c in chunks]
@@ -370,10 +366,10 @@ def _store_group(
     for c, h in zip(chunks, hashes, strict=True):
         by_source.setdefault(c.source, []).append((c.id, h))
     for source, note, cs in group:
-        state = current[source]
+        state = w.current[source]
         rec = FileRecord(source, note.md5, state.size, state.mtime_ns, len(cs))
         records.append((rec, by_source.get(source, [])))
-        if source in known:
+        if source in w.known:
             old = set(manifest.chunk_hashes(source))
             report.chunks_deleted += len(old - {h for _, h in by_source.get(source, [])})
     manifest.record(records)
