@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from notes import Note
 
-VERSION = "1"  # bump when chunk boundaries change, so indexes built by older code rebuild
+VERSION = "2"  # bump when chunk boundaries change, so indexes built by older code rebuild
 HARD_CAP_FACTOR = 1.5
 MAX_CHAIN_LEVEL = 4  # H5/H6 are body text: too fine-grained to be worth a section
 
@@ -299,7 +299,14 @@ class _Cuts:
         f = self.containing(hi)
         if f is not None and not f.oversized:
             return f.start if f.start > lo else f.end
+        if f is not None and hi <= f.content:  # never end a piece on a bare opener line
+            return f.start if f.start > lo else f.content
         return hi
+
+    def bare_opener(self, own: int, end: int) -> bool:
+        """Would a piece whose new text is own..end hold a fence opener and none of its code?"""
+        f = self.containing(end - 1) if end > 0 else None
+        return f is not None and own <= f.start and end <= f.content
 
     def splittable_fence_at(self, pos: int) -> _SectionFence | None:
         f = self.containing(pos)
@@ -328,7 +335,7 @@ def _cut(cuts: _Cuts, size: int, overlap: int, reserve: int) -> list[_Piece]:
         end = _choose_end(cuts, start, own, target, cap)
         if end is None:
             end = cuts.hard(own, min(max(start + target, own + 1), n))
-            if end - start > cap and start < own:
+            if (end - start > cap or cuts.bare_opener(own, end)) and start < own:
                 start = own  # the overlap leaves no room for a fence that must stay whole
                 continue
         pieces.append(_Piece(start, own, end))

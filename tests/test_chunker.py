@@ -348,3 +348,13 @@ def test_sample_knowledge_has_both_modes_and_front_matter() -> None:
     assert modes["guides/deployment-guide.md"] == "heading"
     assert "runbooks/rotate-s3-keys.md" in titled
     assert 8 <= len(SAMPLE) <= 15
+
+
+def test_a_piece_never_ends_on_a_bare_fence_opener() -> None:
+    # Found by the property test: a large overlap pushed a hard cut into the opener line,
+    # which left a chunk holding only "```python" and a duplicate after it.
+    body = "alpha\n" + "alpha " * 6 + "x" * 40 + "\n```python\n" + "y" * 120 + "\n# comment\n"
+    chunks = chunker.split(body, source="p.md", size=100, overlap=87)
+    invariants.check(body, chunks, 100)
+    assert [c.text.splitlines()[0] for c in chunks] == ["alpha", "```python", "```python"]
+    assert len({c.text for c in chunks}) == len(chunks)
