@@ -8,14 +8,21 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markdown import Markdown, Paragraph
 from rich.markup import escape
 from rich.panel import Panel
+from rich.segment import Segment
 from rich.text import Text
 
 import chunker
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from answer import Answer, Reference
 
 out = Console(highlight=False, soft_wrap=False)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -151,6 +158,133 @@ def show_hits(hits, query: str) -> None:
         out.print(Panel(Text(snippet), border_style="dim"))
 
 
+def show_debug(hits, query: str) -> None:
+    """/debug: the retrieved chunks as one table (rank, score, where, the start of the text)."""
+    if not hits:
+        out.print(f"no chunks found for {escape(query)!r}")
+        return
+    from rich.table import Table
+
+    table = Table(title=f"retrieved for {query!r}", title_justify="left", expand=True)
+    table.add_column("#", style=CITATION_STYLE, justify="right", no_wrap=True)
+    table.add_column("score", style="magenta", justify="right", no_wrap=True)
+    table.add_column("source › heading chain", ratio=2, overflow="fold")
+    table.add_column("lines", style="green", no_wrap=True)
+    table.add_column("text", ratio=3, style="dim")
+    for hit in hits:
+        where = hit.source + (f" › {hit.heading_chain}" if hit.heading_chain else "")
+        snippet = " ".join(hit.text.split())
+        snippet = snippet if len(snippet) <= 160 else snippet[:159] + "…"
+        table.add_row(
+            str(hit.rank), f"{hit.score:.3f}", where, f"{hit.line_start}–{hit.line_end}", snippet
+        )
+    out.print(table)
+
+
+def status(message: str):
+    """A spinner on a terminal while something slow happens; nothing when piped."""
+    if err.is_terminal:
+        return err.status(escape(message))
+    from contextlib import nullcontext
+
+    return nullcontext()
+
+
 def show_stats(stats: dict) -> None:
     for key, value in stats.items():
         out.print(f"[bold]{key:<10}[/] {escape(str(value))}")
+
+
+# --- answers ---------------------------------------------------------------------------
+
+CITATION_STYLE = "bold cyan"
+_CITATION = r"\[\d+\]|【\d+】"
+
+
+class _CitedParagraph(Paragraph):
+    """A Markdown paragraph whose [n] citations stand out."""
+
+    def __rich_console__(self, console, options):
+        self.text.highlight_regex(_CITATION, CITATION_STYLE)
+        yield from super().__rich_console__(console, options)
+
+
+class _CitedMarkdown(Markdown):
+    elements = {**Markdown.elements, "paragraph_open": _CitedParagraph}
+
+
+class _Tail:
+    """The last lines of a renderable that fit the screen: a long streamed answer scrolls."""
+
+    def __init__(self, renderable) -> None:
+        self.renderable = renderable
+
+    def __rich_console__(self, console, options):
+        lines = console.render_lines(self.renderable, options, pad=False)
+        room = max(3, (options.height or console.height) - 2)
+        for line in lines[-room:]:
+            yield from line
+            yield Segment.line()
+
+
+def stream_answer(pieces: Iterator[str]) -> str:
+    """Show the answer as it is written (on a terminal); return the whole raw text.
+
+    The live view is transient: once the reply is complete, the checked answer is printed
+    in its place, so what stays on screen never shows a removed citation.
+    """
+    text = ""
+    if not out.is_terminal:
+        return "".join(pieces)
+    from rich.live import Live
+
+    with Live(console=out, transient=True, refresh_per_second=12) as live:
+        for piece in pieces:
+            text += piece
+            live.update(_Tail(_CitedMarkdown(text)))
+    return text
+
+
+def show_answer(answer: Answer, hint: bool = True) -> None:
+    """The checked answer, the reference list, and what was removed or is missing."""
+    if out.is_terminal:
+        out.print(_CitedMarkdown(answer.text))
+    else:
+        out.print(Text(answer.text), soft_wrap=True)
+    if answer.invalid_citations:
+        shown = ", ".join(f"[{n}]" for n in answer.invalid_citations)
+        count = len(answer.hits)
+        warning(
+            f"the answer cited {shown}, but there {'was' if count == 1 else 'were'} only "
+            f"{count} source{'' if count == 1 else 's'}; removed"
+        )
+    if answer.mode == "llm" and answer.hits and not answer.citations:
+        warning("the answer cites none of the sources; check it against them (/sources)")
+    show_references(answer.references)
+    if hint and answer.mode == "extractive":
+        from answer import ENABLE_GENERATION
+
+        err.print(f"[dim]{escape(ENABLE_GENERATION)}[/]")
+
+
+def show_references(references: list[Reference]) -> None:
+    """`[n] path › heading chain (lines a–b)` and the quoted fragment, in citation order."""
+    if not references:
+        return
+    out.print()
+    for ref in references:
+        chain = f" › {ref.heading_chain}" if ref.heading_chain else ""
+        out.print(
+            Text.assemble(
+                (f"[{ref.n}] ", CITATION_STYLE),
+                (ref.source, "bold"),
+                chain,
+                (f" (lines {ref.line_start}–{ref.line_end})", "green"),
+            ),
+            soft_wrap=True,
+        )
+        out.print(Text(f'    "{ref.text}"', style="dim"), soft_wrap=True)
+
+
+def cancelled() -> None:
+    err.print("[dim](cancelled)[/]")

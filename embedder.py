@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from errors import AskmdError
+from errors import AskmdError, first_line, server_message
 
 if TYPE_CHECKING:
     import openai
@@ -89,11 +89,6 @@ def _plural(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else many or one + 's'}"
 
 
-def _first_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return lines[0] if lines else type(error).__name__
-
-
 class LocalEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX) on the CPU: mean pooling, 384 dimensions."""
 
@@ -128,7 +123,7 @@ class LocalEmbedder:
             self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
         except Exception as exc:  # tokenizers raises a bare Exception on a malformed file
             raise AskmdError(
-                f"the tokenizer file {tokenizer_file} cannot be read ({_first_line(exc)}). "
+                f"the tokenizer file {tokenizer_file} cannot be read ({first_line(exc)}). "
                 "Restore it from the askmd repository: git checkout -- models"
             ) from None
         # The shipped tokenizer.json pads and truncates to a fixed 128; we truncate at the
@@ -148,7 +143,7 @@ class LocalEmbedder:
             )
         except Exception as exc:  # onnxruntime's own error types are not public API
             raise AskmdError(
-                f"the local embedding model {model_file} cannot be loaded ({_first_line(exc)}). "
+                f"the local embedding model {model_file} cannot be loaded ({first_line(exc)}). "
                 "Reinstall it: pip install --force-reinstall -r requirements.txt"
             ) from None
 
@@ -312,7 +307,7 @@ class OpenAIEmbedder:
                 "Wait and run again, or lower ASKMD_EMBED_BATCH."
             )
         if isinstance(exc, openai.APIStatusError):
-            detail = _server_message(exc.body)
+            detail = server_message(exc.body)
             detail = f": {detail}" if detail else ""
             if exc.status_code >= 500:
                 return AskmdError(
@@ -322,17 +317,7 @@ class OpenAIEmbedder:
             return AskmdError(
                 f"{where} failed ({exc.status_code}){detail}. Check the server's log."
             )
-        return AskmdError(f"{where} failed: {_first_line(exc)}. Check the server's log.")
-
-
-def _server_message(body: object) -> str:
-    """The error text an OpenAI-style server put in its reply, on one short line."""
-    if isinstance(body, dict):
-        body = body.get("error", body)
-    if isinstance(body, dict):
-        body = body.get("message") or body.get("detail")
-    text = " ".join(str(body).split()) if body else ""
-    return text if len(text) <= 200 else text[:199] + "…"
+        return AskmdError(f"{where} failed: {first_line(exc)}. Check the server's log.")
 
 
 def make_embedder(

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+import answer
 import chunker
 import console
 import indexer
@@ -96,6 +97,36 @@ class Index:
         return Manifest(self.settings.index_dir / "manifest.sqlite3")
 
     @cached_property
+    def chat(self):
+        """The LLM that answers, or None for extractive answers. A local model loads here."""
+        s = self.settings
+        if not s.llm_configured:
+            return None
+        from llm import Chat
+
+        url, key, model = s.openai_base_url, s.openai_api_key, s.llm_model
+        if s.local_model is not None:
+            import local_llm
+
+            with console.status(f"loading {s.local_model.name} with llama.cpp"):
+                self.local_server = local_llm.start(
+                    s.local_model, threads=s.local_threads, context=s.local_context
+                )
+            url, key, model = (
+                self.local_server.url,
+                self.local_server.api_key,
+                self.local_server.model,
+            )
+        return Chat(
+            url or None,
+            key or None,
+            model,
+            temperature=s.llm_temperature,
+            max_tokens=s.llm_max_tokens,
+            timeout=s.llm_timeout,
+        )
+
+    @cached_property
     def embedder(self):
         from embedder import make_embedder  # loads onnxruntime: only when embedding
 
@@ -128,6 +159,18 @@ class Index:
         fp = indexer.fingerprint(self.settings)
         self.store.ensure_open({"embedder": self.embedder.id, "fingerprint": fp})
         return retriever.search(query, self.embedder, self.store, k)
+
+    def ask(
+        self, question: str, history: list[answer.Turn], k: int, stream: bool = True
+    ) -> answer.Answer:
+        """Answer one question; on a terminal the reply is shown as it streams."""
+        return answer.ask(
+            question,
+            history,
+            lambda query: self.search(query, k),
+            self.chat,
+            show=console.stream_answer if stream else None,
+        )
 
     def stats(self) -> dict:
         stats = {
@@ -176,6 +219,20 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
+    """Sync, then answer one question with cited sources."""
+    index = Index(settings)
+    report = index.sync(show_progress=not args.json)
+    if not args.json:
+        index.show(report)
+    result = index.ask(args.question, [], args.k or settings.top_k, stream=not args.json)
+    if args.json:
+        console.print_json(result.to_json())
+    else:
+        console.show_answer(result)
+    return 0
+
+
 def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     """What is indexed, read from the manifest (fast: Chroma is not opened)."""
     stats = Index(settings).stats()
@@ -188,17 +245,28 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
 
 REPL_HELP = """\
 Type a question, or a command:
-  /debug QUESTION   show the retrieved chunks with their scores
+  /debug QUESTION   show the retrieved chunks with their scores (no LLM)
+  /sources          everything retrieved for the last answer
+  /clear            forget the conversation (follow-ups start afresh)
   /reindex          rebuild the index from scratch
   /stats            what is indexed
   /help             this text
-  /quit             leave (Ctrl-D too)"""
+  /quit             leave (Ctrl-D too); Ctrl-C cancels a running answer"""
+
+
+@dataclass
+class Conversation:
+    """What the REPL remembers between questions."""
+
+    turns: list[answer.Turn]
+    last: answer.Answer | None = None
 
 
 def cmd_repl(args: argparse.Namespace, settings: Settings) -> int:
     """The interactive loop: sync first (the MD5 check), then questions."""
     index = Index(settings)
     index.show(index.sync())
+    talk = Conversation([])
     interactive = sys.stdin.isatty()
     if interactive:
         _enable_history(settings.index_dir / "history")
@@ -214,15 +282,15 @@ def cmd_repl(args: argparse.Namespace, settings: Settings) -> int:
         if not line:
             continue
         try:
-            if _repl_command(index, line) is False:
+            if _repl_command(index, talk, line) is False:
                 return 0
         except AskmdError as exc:
             console.error(str(exc))
         except KeyboardInterrupt:
-            console.notice("(cancelled)")
+            console.cancelled()
 
 
-def _repl_command(index: Index, line: str) -> bool | None:
+def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
     """Run one REPL line; False means leave."""
     word, _, rest = line.partition(" ")
     if word in ("/quit", "/exit", "/q"):
@@ -236,16 +304,27 @@ def _repl_command(index: Index, line: str) -> bool | None:
     elif word == "/debug":
         if not rest.strip():
             raise AskmdError("/debug needs a question, e.g. /debug how do I rotate the keys?")
-        console.show_hits(index.search(rest, index.settings.top_k), rest)
+        console.show_debug(index.search(rest, index.settings.top_k), rest)
+    elif word == "/sources":
+        if talk.last is None:
+            raise AskmdError("no answer yet: ask a question first")
+        console.show_hits(talk.last.hits, talk.last.query)
+    elif word == "/clear":
+        talk.turns.clear()
+        talk.last = None
+        console.notice("conversation cleared")
     elif word.startswith("/"):
         raise AskmdError(f"unknown command {word}; /help lists the commands")
     else:
-        console.notice(
-            "Generated answers are not available in this version; "
-            "these are the passages of your notes that match best:"
-        )
-        console.show_hits(index.search(line, index.settings.top_k), line)
+        result = index.ask(line, talk.turns, index.settings.top_k)
+        console.show_answer(result, hint=talk.last is None)
+        talk.last = result
+        talk.turns.append(answer.Turn(line, result.query, result.text))
+        del talk.turns[:-MAX_TURNS]
     return None
+
+
+MAX_TURNS = 6  # what a follow-up rewrite may look back on
 
 
 def _enable_history(path: Path) -> None:
@@ -313,6 +392,19 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("-k", type=int, metavar="N", help="how many results (ASKMD_TOP_K)")
     search.add_argument("--json", action="store_true", help="print JSON")
     search.set_defaults(run=cmd_search)
+
+    ask = commands.add_parser(
+        "ask",
+        help="answer a question from the notes, with [n] citations",
+        description="Sync the index, retrieve the passages that match QUESTION and answer "
+        "from them with [n] citations and a reference list: generated by the LLM when one is "
+        "configured (OPENAI_API_KEY, OPENAI_BASE_URL or ASKMD_LOCAL_MODEL), otherwise "
+        "quoted from the notes.",
+    )
+    ask.add_argument("question", metavar="QUESTION")
+    ask.add_argument("-k", type=int, metavar="N", help="how many passages to use (ASKMD_TOP_K)")
+    ask.add_argument("--json", action="store_true", help="print JSON")
+    ask.set_defaults(run=cmd_ask)
 
     stats = commands.add_parser(
         "stats", help="what is indexed", description="Files, chunks and embedder of the index."

@@ -40,6 +40,18 @@ class Settings:
     top_k: int = 5
     openai_api_key: str = field(default="", repr=False)
     openai_base_url: str = ""
+    llm_model: str = ""
+    llm_temperature: float = 0.1
+    llm_max_tokens: int = 800
+    llm_timeout: float = 60.0
+    local_model: Path | None = None
+    local_threads: int = 0
+    local_context: int = 4096
+
+    @property
+    def llm_configured(self) -> bool:
+        """An LLM answers when a key, a server URL or a local model is given."""
+        return bool(self.openai_api_key or self.openai_base_url or self.local_model)
 
     @property
     def max_file_bytes(self) -> int:
@@ -77,11 +89,27 @@ DOCS: dict[str, tuple[str, str]] = {
     ),
     "collection": ("ASKMD_COLLECTION", "Chroma collection name for this knowledge folder"),
     "top_k": ("ASKMD_TOP_K", "how many chunks a search returns"),
-    "openai_api_key": ("OPENAI_API_KEY", "API key for the openai backend; empty: none sent"),
+    "openai_api_key": ("OPENAI_API_KEY", "API key for the LLM and the openai embedding backend"),
     "openai_base_url": (
         "OPENAI_BASE_URL",
-        "OpenAI-compatible server URL; empty means api.openai.com",
+        "OpenAI-compatible server for the LLM and embeddings; empty: api.openai.com",
     ),
+    "llm_model": (
+        "ASKMD_LLM_MODEL",
+        "chat model; empty: gpt-4o-mini on api.openai.com, or the one model a server lists",
+    ),
+    "llm_temperature": ("ASKMD_LLM_TEMPERATURE", "sampling temperature, 0 to 2"),
+    "llm_max_tokens": ("ASKMD_LLM_MAX_TOKENS", "longest answer, in tokens"),
+    "llm_timeout": (
+        "ASKMD_LLM_TIMEOUT",
+        "seconds to wait for the LLM server's reply, and for each streamed piece of it",
+    ),
+    "local_model": (
+        "ASKMD_LOCAL_MODEL",
+        "a .gguf chat model to run in-process with llama.cpp (pip install xllamacpp)",
+    ),
+    "local_threads": ("ASKMD_LOCAL_THREADS", "CPU threads for the local model; 0: half the cores"),
+    "local_context": ("ASKMD_LOCAL_CONTEXT", "context length of the local model, in tokens"),
 }
 
 
@@ -141,12 +169,21 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "include": _globs,
     "exclude": _globs,
     "max_file_mb": _number,
+    "llm_model": _text,
+    "llm_temperature": _number,
+    "llm_max_tokens": _whole,
+    "llm_timeout": _number,
+    "local_model": lambda v: Path(v.strip()).expanduser() if v.strip() else None,
+    "local_threads": _whole,
+    "local_context": _whole,
 }
 
 
 def default_text(field_name: str) -> str:
     """A default as it is written in .env.example and the README."""
     value = getattr(Settings(), field_name)
+    if value is None:
+        return ""
     if isinstance(value, tuple):
         return ",".join(value)
     if isinstance(value, float) and value.is_integer():
@@ -161,6 +198,8 @@ _EMPTY_MEANS_SOMETHING = {
     "chroma_url",
     "openai_api_key",
     "openai_base_url",
+    "llm_model",
+    "local_model",
 }
 
 
@@ -238,6 +277,18 @@ def _validate(s: Settings, origin: dict[str, str], need_knowledge_dir: bool) -> 
             f"{where('collection')}: a collection name is 3-512 letters, digits, . _ or -, "
             "starting and ending with a letter or digit"
         )
+    if not 0 <= s.llm_temperature <= 2:
+        problems.append(f"{where('llm_temperature')}: the temperature must be between 0 and 2")
+    if not 1 <= s.llm_max_tokens <= 1_000_000:
+        problems.append(f"{where('llm_max_tokens')}: max tokens must be at least 1")
+    if not s.llm_timeout > 0:
+        problems.append(f"{where('llm_timeout')}: the timeout must be above 0 seconds")
+    if s.local_model is not None and not s.local_model.is_file():
+        problems.append(f"{where('local_model')}: no such file; give the path of a .gguf model")
+    if s.local_threads < 0:
+        problems.append(f"{where('local_threads')}: threads cannot be negative (0 = automatic)")
+    if not 256 <= s.local_context <= 1_048_576:
+        problems.append(f"{where('local_context')}: the context must be at least 256 tokens")
     if not s.max_file_mb > 0:
         problems.append(f"{where('max_file_mb')}: the size limit must be above 0")
     if need_knowledge_dir and not s.knowledge_dir.is_dir():

@@ -219,7 +219,7 @@ def test_repl_piped_debug_and_quit(run_rag, kb: Path, embed_server) -> None:
         "error: unknown command /nonsense; /help lists the commands",
     ]
     assert "/debug QUESTION   show the retrieved chunks with their scores" in result.stdout
-    assert "guides/ports.md" in result.stdout and "lines 5–7" in result.stdout
+    assert "guides/ports.md" in result.stdout and "│ 5–7 " in result.stdout
     assert "files      2" in result.stdout and "chunks     3" in result.stdout
 
 

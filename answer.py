@@ -1,0 +1,425 @@
+"""Turn retrieved passages into an answer whose every citation points at a real source.
+
+Builds the [n]-numbered prompt, checks the citations in what the model wrote (numbers
+outside 1..k are removed and reported), picks the quoted fragment for each reference, and
+without an LLM composes an *extractive* answer from the passages' own sentences. Follow-up
+questions are rewritten into standalone queries first. It calls the model only through
+the `Chat` it is given and never prints.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Generator, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from terms import content_terms, has_cjk
+
+if TYPE_CHECKING:
+    from llm import Chat
+    from retriever import Hit
+
+SYSTEM_PROMPT = """\
+You answer questions about the user's notes. Use only the numbered sources given with \
+the question, never outside knowledge.
+- Cite every claim with the number of its source in square brackets, like [1] or [1][3], \
+right after the sentence it supports.
+- If the sources do not contain the answer, say plainly that the notes do not say, and \
+do not guess.
+- Answer in the language of the question, even when the sources are in another language.
+- Be brief: a few sentences or a short list.
+
+Example. Sources: [1] garden.md › Tomatoes: "The tomatoes were planted on 12 April in the \
+south bed." [2] travel.md: "The train to Lyon leaves at 9:10." Question: When were the \
+tomatoes planted? Answer: On 12 April, in the south bed [1]."""
+
+REWRITE_PROMPT = """\
+Rewrite the user's last question so that it can be understood without the conversation: \
+replace words like "it", "that" or "they" with what they refer to. Keep the language of \
+the question. Reply with the rewritten question only, on one line. If it already stands \
+alone, repeat it unchanged."""
+
+ENABLE_GENERATION = (
+    "No LLM is configured, so these are sentences quoted from your notes. For generated "
+    "answers set OPENAI_API_KEY, or OPENAI_BASE_URL to a local server such as Ollama "
+    "(http://localhost:11434/v1), or ASKMD_LOCAL_MODEL to a .gguf file."
+)
+NOTHING_FOUND = "Nothing in your notes matches this question."
+FRAGMENT_CHARS = 240
+MAX_QUERY_CHARS = 400
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One exchange of a conversation, kept to understand the next question."""
+
+    question: str
+    query: str
+    answer: str
+
+
+@dataclass(frozen=True)
+class Reference:
+    n: int
+    source: str
+    heading_chain: str
+    line_start: int
+    line_end: int
+    text: str  # the quoted fragment: a verbatim piece of the passage
+
+    def to_json(self) -> dict:
+        return {
+            "n": self.n,
+            "source": self.source,
+            "heading_chain": self.heading_chain,
+            "line_start": self.line_start,
+            "line_end": self.line_end,
+            "text": self.text,
+        }
+
+
+@dataclass
+class Answer:
+    question: str
+    query: str  # what was searched: the question, or its standalone rewrite
+    mode: str  # "llm" or "extractive"
+    text: str = ""
+    citations: list[int] = field(default_factory=list)
+    invalid_citations: list[int] = field(default_factory=list)
+    references: list[Reference] = field(default_factory=list)
+    hits: list[Hit] = field(default_factory=list)
+    retrieval_ms: float = 0.0
+    generation_ms: float = 0.0
+
+    def to_json(self) -> dict:
+        return {
+            "question": self.question,
+            "answer": self.text,
+            "mode": self.mode,
+            "citations": self.citations,
+            "invalid_citations": self.invalid_citations,
+            "references": [r.to_json() for r in self.references],
+            "retrieval_ms": round(self.retrieval_ms, 1),
+            "generation_ms": round(self.generation_ms, 1),
+        }
+
+
+# --- the whole exchange ----------------------------------------------------------------
+
+
+def ask(
+    question: str,
+    history: list[Turn],
+    search: Callable[[str], list[Hit]],
+    chat: Chat | None,
+    show: Callable[[Generator[str, None, None]], str] | None = None,
+) -> Answer:
+    """Rewrite, retrieve, generate (or extract), check. `show` displays the stream.
+
+    retrieval_ms is the search alone; generation_ms is all time spent in the LLM (the
+    rewrite and the answer) or composing the extractive answer.
+    """
+    started = time.perf_counter()
+    query = standalone_query(question, history, chat)
+    rewritten = time.perf_counter()
+    hits = search(query)
+    searched = time.perf_counter()
+    result = Answer(question, query, "llm" if chat else "extractive", hits=hits)
+    result.retrieval_ms = (searched - rewritten) * 1000
+    if not hits:
+        result.text = NOTHING_FOUND
+    elif chat is None:
+        result.text, result.references = extractive(query, hits)
+        result.citations = [r.n for r in result.references]
+    else:
+        pieces = chat.stream(build_messages(question, hits, query))
+        try:
+            raw = show(pieces) if show else "".join(pieces)
+        finally:
+            pieces.close()  # on Ctrl-C too: ends the request, so the server stops generating
+        checked = check_citations(raw.strip(), len(hits))
+        result.text = checked.text
+        result.citations, result.invalid_citations = checked.cited, checked.invalid
+        result.references = references(checked.text, checked.cited, hits)
+    result.generation_ms = (time.perf_counter() - searched + rewritten - started) * 1000
+    return result
+
+
+# --- prompts ---------------------------------------------------------------------------
+
+
+def build_messages(question: str, hits: list[Hit], query: str = "") -> list[dict]:
+    """System rules, then the sources numbered [1]..[k] with file and heading chain."""
+    sources = "\n\n".join(
+        f"[{n}] {_label(hit)}\n{hit.text.strip()}" for n, hit in enumerate(hits, start=1)
+    )
+    asked = f"Question: {question}"
+    if query and query != question:
+        asked += f"\n(In this conversation that means: {query})"
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": f"Sources:\n\n{sources}\n\n{asked}"},
+    ]
+
+
+def _label(hit: Hit) -> str:
+    chain = f" › {hit.heading_chain}" if hit.heading_chain else ""
+    return f"{hit.source}{chain} (lines {hit.line_start}–{hit.line_end})"
+
+
+# --- follow-up questions ---------------------------------------------------------------
+
+_FOLLOW_UP = re.compile(
+    r"^\s*(?:and|also|what about|how about|then|so|but|same for|why)\b"
+    r"|\b(?:it|its|it's|that|this|those|these|they|them|their|there|he|she|one)\b"
+    r"|^\s*(?:那|那么|还有|而|并且|另外)|它|这个|那个|这些|那些|他们|她们|其中|呢[？?]?\s*$",
+    re.IGNORECASE,
+)
+
+
+def standalone_query(question: str, history: list[Turn], chat: Chat | None) -> str:
+    """The question rewritten to stand alone, by the model, or by a rule without one.
+
+    The rule: a question that leans on the previous one (a pronoun, "and…", "what
+    about…", very few words) is searched together with the previous query.
+    """
+    if not history:
+        return question
+    if chat is not None:
+        rewritten = _clean_rewrite(chat.complete(_rewrite_messages(question, history)))
+        if rewritten:
+            return rewritten
+    if _FOLLOW_UP.search(question) or len(set(content_terms(question))) <= 2:
+        return f"{history[-1].query} {question}"[-MAX_QUERY_CHARS:].strip()
+    return question
+
+
+def _rewrite_messages(question: str, history: list[Turn]) -> list[dict]:
+    lines = []
+    for turn in history[-3:]:
+        said = " ".join(_CITATION.sub("", turn.answer).split())
+        lines += [f"User: {turn.question}", f"Assistant: {said[:400]}"]
+    conversation = "\n".join(lines)
+    return [
+        {"role": "system", "content": REWRITE_PROMPT},
+        {
+            "role": "user",
+            "content": f"Conversation:\n{conversation}\n\nLast question: {question}\n\n"
+            "Rewritten question:",
+        },
+    ]
+
+
+_REWRITE_LABEL = re.compile(r"^(?:rewritten question|question|query)\s*[:：]\s*", re.I)
+
+
+def _clean_rewrite(reply: str) -> str:
+    line = next((ln for ln in reply.strip().splitlines() if ln.strip()), "")
+    line = re.sub(
+        r"^(?:rewritten question|question|query)\s*[:：]\s*", "", line.strip(), flags=re.I
+    )
+    line = line.strip().strip("\"'“”「」")
+    return line if 0 < len(line) <= MAX_QUERY_CHARS else ""
+
+
+# --- citations -------------------------------------------------------------------------
+
+# [1] [1][2] [1, 2] [1-3] [^1] [Source 2] 【1】 ［1，2］ — numbers joined by , ; 、 - – ~ "and".
+_NUMBERS = (
+    r"\s*(?:\^|sources?\s*|来源\s*)?(\d{1,4}(?:\s*(?:[,，、;；\-–—~～]|and|to)\s*\d{1,4})*)\s*"
+)
+_ONE = rf"\[{_NUMBERS}\]|【{_NUMBERS}】|［{_NUMBERS}］"
+_CITATION = re.compile(_ONE, re.IGNORECASE)
+_CITATION_RUN = re.compile(rf"(?:{_ONE})(?:[ \t]*(?:{_ONE}))*", re.IGNORECASE)
+_CODE = re.compile(r"^ {0,3}(`{3,}|~{3,}).*?(?:^ {0,3}\1[ \t]*$|\Z)|`[^`\n]+`", re.M | re.S)
+MAX_RANGE = 50
+
+
+@dataclass(frozen=True)
+class CitationCheck:
+    text: str  # with the invalid numbers removed and each citation written [n][m]
+    cited: list[int]  # valid numbers, in order of first appearance
+    invalid: list[int]  # numbers outside 1..k, in order of first appearance
+
+
+def check_citations(text: str, k: int) -> CitationCheck:
+    """Keep citations of sources 1..k, drop the rest; code spans are left alone.
+
+    >>> check_citations("Port 8420 [1, 7]. Redis 【2】.", 2).text
+    'Port 8420 [1]. Redis [2].'
+    """
+    code = [m.span() for m in _CODE.finditer(text)]
+    cited: list[int] = []
+    invalid: list[int] = []
+
+    def replace(match: re.Match) -> str:
+        if any(start <= match.start() < end for start, end in code):
+            return match.group()
+        numbers = _numbers(match.group())
+        keep = []
+        for n in numbers:
+            bucket = keep if 1 <= n <= k else invalid
+            if n not in bucket:
+                bucket.append(n)
+        for n in keep:
+            if n not in cited:
+                cited.append(n)
+        return "".join(f"[{n}]" for n in keep) or "\0"  # \0: removed, tidy the space below
+
+    replaced = _CITATION_RUN.sub(replace, text)
+    replaced = re.sub(r"[ \t]*\0", "", replaced)
+    return CitationCheck(replaced, cited, list(dict.fromkeys(invalid)))
+
+
+def _numbers(run: str) -> list[int]:
+    """Every number a run of adjacent citations names, ranges expanded, in order."""
+    return [
+        n
+        for m in _CITATION.finditer(run)
+        for n in _expand(next(g for g in m.groups() if g is not None))
+    ]
+
+
+def _expand(group: str) -> list[int]:
+    numbers: list[int] = []
+    for part in re.split(r"\s*(?:[,，、;；]|and)\s*", group, flags=re.I):
+        ends = [int(x) for x in re.split(r"\s*(?:[\-–—~～]|to)\s*", part, flags=re.I) if x]
+        if len(ends) == 2 and 0 <= abs(ends[1] - ends[0]) <= MAX_RANGE:
+            low, high = sorted(ends)
+            numbers.extend(range(low, high + 1))
+        else:
+            numbers.extend(ends)
+    return numbers
+
+
+# --- references and fragments ----------------------------------------------------------
+
+_SENTENCE = re.compile(r"[^\n]+?(?:[.!?](?=\s)|[。！？；]+|$)", re.M)
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_SKIP_LINE = re.compile(r"^\s*(?:#{1,6}\s|\|?\s*:?-{3,}|[-*_]{3,}\s*$|<!--)")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
+_LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+|^\s*>\s?")
+
+
+def sentences(text: str) -> list[str]:
+    """The prose sentences of a passage, verbatim; headings and code are left out."""
+    out: list[str] = []
+    in_fence = False
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+            continue
+        if in_fence or not line.strip() or _SKIP_LINE.match(line):
+            continue
+        if i + 1 < len(lines) and _TABLE_RULE.match(lines[i + 1]):
+            continue  # a table's header row says nothing by itself
+        mark = _LIST_MARK.match(line)
+        for m in _SENTENCE.finditer(line, mark.end() if mark else 0):
+            sentence = m.group().strip()
+            if content_terms(sentence):
+                out.append(sentence)
+    return out
+
+
+def _trim(sentence: str, limit: int = FRAGMENT_CHARS) -> str:
+    """Cut at a word boundary (or anywhere in CJK), keeping a verbatim prefix."""
+    if len(sentence) <= limit:
+        return sentence
+    cut = sentence[:limit]
+    if not has_cjk(cut) and " " in cut:
+        cut = cut[: cut.rfind(" ")]
+    return cut.rstrip(" ,;:")
+
+
+def _idf(pool: Iterable[list[str]]) -> Callable[[str], float]:
+    docs = [set(t) for t in pool]
+    counts = Counter(t for d in docs for t in d)
+    n = max(1, len(docs))
+    return lambda term: math.log(1 + (n + 1) / (counts.get(term, 0) + 0.5))
+
+
+def _overlap(query: set[str], sentence: set[str], idf: Callable[[str], float]) -> float:
+    total = sum(idf(t) for t in query)
+    return sum(idf(t) for t in query & sentence) / total if total else 0.0
+
+
+def _best_fragment(hit: Hit, about: str) -> str:
+    """The sentence of the passage that shares most with `about`, else its first one."""
+    found = sentences(hit.text)
+    if not found:
+        return _trim(" ".join(hit.text.split()))
+    pool = [content_terms(s) for s in found]
+    idf = _idf(pool)
+    want = set(content_terms(about))
+    best = max(range(len(found)), key=lambda i: (_overlap(want, set(pool[i]), idf), -i))
+    return _trim(found[best])
+
+
+def references(text: str, cited: list[int], hits: list[Hit]) -> list[Reference]:
+    """The cited passages in citation order, each with the fragment its claims rest on."""
+    claims: dict[int, list[str]] = {n: [] for n in cited}
+    for sentence in _SENTENCE.findall(text):
+        for n in _numbers(sentence):
+            if n in claims:
+                claims[n].append(sentence)
+    out = []
+    for n in cited:
+        hit = hits[n - 1]
+        fragment = _best_fragment(hit, " ".join(claims[n]))
+        out.append(
+            Reference(n, hit.source, hit.heading_chain, hit.line_start, hit.line_end, fragment)
+        )
+    return out
+
+
+# --- the extractive answer -------------------------------------------------------------
+
+
+def extractive(query: str, hits: list[Hit], max_sentences: int = 3) -> tuple[str, list[Reference]]:
+    """The sentences of the top passages that best match the query, each cited.
+
+    Scored by how much of the query's (idf-weighted) terms a sentence holds, with a small
+    bonus for the passage's rank; at most two sentences come from one passage. When no
+    sentence shares a term with the query (a paraphrase found by meaning), the first
+    sentence of the best passage stands in.
+    """
+    candidates = [(n, s) for n, hit in enumerate(hits, start=1) for s in sentences(hit.text)]
+    if not candidates:
+        return NOTHING_FOUND, []
+    pool = [content_terms(s) for _, s in candidates]
+    idf = _idf(pool)
+    want = set(content_terms(query))
+    overlaps = [_overlap(want, set(terms), idf) for terms in pool]
+    ranked = sorted(
+        (i for i in range(len(candidates)) if overlaps[i] > 0),
+        key=lambda i: overlaps[i] + 0.05 / candidates[i][0],
+        reverse=True,
+    )
+    chosen: list[int] = []
+    per_hit: Counter[int] = Counter()
+    for i in ranked:
+        n, sentence = candidates[i]
+        if len(chosen) == max_sentences:
+            break
+        if per_hit[n] < 2 and sentence not in {candidates[j][1] for j in chosen}:
+            chosen.append(i)
+            per_hit[n] += 1
+    if not chosen:
+        chosen = [0]
+    lines, refs, seen = [], [], set()
+    for i in chosen:
+        n, sentence = candidates[i]
+        quoted = _trim(sentence)
+        lines.append(f"- {quoted}{'' if quoted == sentence else ' …'} [{n}]")
+        if n not in seen:
+            seen.add(n)
+            hit = hits[n - 1]
+            refs.append(
+                Reference(n, hit.source, hit.heading_chain, hit.line_start, hit.line_end, quoted)
+            )
+    return "\n".join(lines), refs

@@ -1,0 +1,181 @@
+"""Talk to any OpenAI-compatible chat endpoint: hosted, Ollama, llama.cpp, vLLM, LM Studio.
+
+One small client over the official `openai` package: stream a reply token by token, or
+get a short one whole (for rewriting follow-up questions). Every failure becomes one
+AskmdError line saying what happened and what to do. It builds no prompts and knows
+nothing about notes or citations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING
+
+from errors import AskmdError, first_line, server_message
+
+if TYPE_CHECKING:
+    import openai
+
+DEFAULT_URL = "https://api.openai.com/v1"
+DEFAULT_MODEL = "gpt-4o-mini"
+# The client's own retries (exponential backoff, Retry-After honoured) only ever resend a
+# request whose reply had not started: connection failures, 408/409/429 and 5xx. Nothing
+# is resent once tokens have been shown, so a retry never duplicates part of an answer.
+MAX_RETRIES = 2
+CONNECT_TIMEOUT = 10.0
+
+
+class Chat:
+    """A chat model behind an OpenAI-compatible URL. `model=""` asks the server which."""
+
+    def __init__(
+        self,
+        base_url: str | None,
+        api_key: str | None,
+        model: str = "",
+        *,
+        temperature: float = 0.1,
+        max_tokens: int = 800,
+        timeout: float = 60.0,
+        max_retries: int = MAX_RETRIES,
+    ) -> None:
+        import httpx
+        import openai
+
+        self.url = (base_url or DEFAULT_URL).rstrip("/")
+        self._model = model
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.timeout = timeout
+        self.max_retries = max_retries
+        # For a stream the read timeout is the longest wait for the *next* token, so a long
+        # answer is never cut off while a stalled server is still noticed.
+        self._client = openai.OpenAI(
+            base_url=self.url,
+            api_key=api_key or "no-key",
+            timeout=httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT)),
+            max_retries=max_retries,
+        )
+
+    @property
+    def model(self) -> str:
+        """The model to ask: the configured one, or the only one a local server serves."""
+        if not self._model:
+            self._model = self._default_model()
+        return self._model
+
+    def stream(
+        self, messages: list[dict], max_tokens: int | None = None
+    ) -> Generator[str, None, None]:
+        """The reply as text pieces, as they arrive. Closing the iterator ends the request."""
+        import openai
+
+        try:
+            response = self._client.chat.completions.create(
+                model=self.model,
+                messages=messages,
+                temperature=self.temperature,
+                max_tokens=max_tokens or self.max_tokens,
+                stream=True,
+            )
+        except openai.OpenAIError as exc:
+            raise self._translate(exc) from None
+        with response:  # also on GeneratorExit (Ctrl-C, a closed client): the socket closes
+            try:
+                for chunk in response:
+                    choices = getattr(chunk, "choices", None) or []
+                    delta = getattr(choices[0], "delta", None) if choices else None
+                    text = getattr(delta, "content", None)
+                    if text:
+                        yield text
+            except openai.OpenAIError as exc:
+                raise self._translate(exc) from None
+            except ValueError as exc:  # a line that is not JSON
+                raise AskmdError(
+                    f"the LLM server at {self.url} sent a reply that is not an OpenAI-style "
+                    f"stream ({first_line(exc)}). Check OPENAI_BASE_URL."
+                ) from None
+
+    def complete(self, messages: list[dict], max_tokens: int = 100) -> str:
+        """A short reply, whole."""
+        return "".join(self.stream(messages, max_tokens=max_tokens)).strip()
+
+    def _default_model(self) -> str:
+        import openai
+
+        if self.url == DEFAULT_URL:
+            return DEFAULT_MODEL
+        try:
+            served = sorted(m.id for m in self._client.models.list())
+        except openai.NotFoundError:
+            served = []
+        except openai.OpenAIError as exc:
+            raise self._translate(exc) from None
+        if len(served) == 1:
+            return served[0]
+        listed = f" It serves: {', '.join(served[:10])}." if served else ""
+        raise AskmdError(
+            f"which model should answer? Set ASKMD_LLM_MODEL to a model the server at "
+            f"{self.url} serves.{listed}"
+        )
+
+    def _translate(self, exc: openai.OpenAIError) -> AskmdError:
+        import openai
+
+        where = f"the LLM server at {self.url}"
+        tries = f" (tried {self.max_retries + 1} times)" if self.max_retries else ""
+        if isinstance(exc, openai.APITimeoutError):
+            return AskmdError(
+                f"{where} did not answer within {self.timeout:g} s{tries}. Is it overloaded "
+                "or loading a model? Try again, or raise ASKMD_LLM_TIMEOUT."
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            return AskmdError(f"cannot reach {where}{tries}. Is it running? Check OPENAI_BASE_URL.")
+        if not isinstance(exc, openai.APIStatusError):
+            return AskmdError(f"{where} failed: {first_line(exc)}. Check the server's log.")
+        status, detail = exc.status_code, server_message(exc.body)
+        said = f": {detail}" if detail else ""
+        if status == 401:
+            return AskmdError(f"{where} refused the API key (401). Check OPENAI_API_KEY in .env.")
+        if status == 403:
+            return AskmdError(
+                f"{where} denied access (403){said}. Check that OPENAI_API_KEY may use "
+                f"the model '{self._model}'."
+            )
+        if status == 404:
+            return AskmdError(
+                f"{where} does not know the model '{self._model}' (404){said}. "
+                "Set ASKMD_LLM_MODEL to a model it serves."
+            )
+        if status == 429:
+            return AskmdError(
+                f"{where} is rate-limiting requests or the quota is used up (429){tries}{said}. "
+                "Wait a minute and ask again, or check your plan."
+            )
+        if _context_too_long(status, detail, exc.body):
+            return AskmdError(
+                f"the question and its sources do not fit the model's context ({status}{said}). "
+                "Lower ASKMD_TOP_K or ASKMD_CHUNK_SIZE, or use a model with a longer context."
+            )
+        if status >= 500:
+            return AskmdError(
+                f"{where} failed ({status}){tries}{said}. "
+                "Try again; if it persists, check the server's log."
+            )
+        return AskmdError(f"{where} rejected the request ({status}){said}.")
+
+
+def _context_too_long(status: int, detail: str, body: object) -> bool:
+    """OpenAI says context_length_exceeded; llama.cpp, vLLM and Ollama say it in words."""
+    code = body.get("code") if isinstance(body, dict) else None
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        code = body["error"].get("code") or code
+    text = detail.lower()
+    return status in (400, 413, 422) and (
+        code == "context_length_exceeded"
+        or "context length" in text
+        or "context size" in text
+        or "context window" in text
+        or "too many tokens" in text
+        or "maximum context" in text
+    )

@@ -1,0 +1,94 @@
+"""Split text into search terms that work for English and Chinese alike.
+
+Latin words are lower-cased; identifiers such as `docker-compose`, `ERR_CONN_42` or
+`config.yaml` are kept whole *and* as their parts, so an exact term and a loose one both
+match; runs of CJK characters, which have no spaces, become overlapping character
+bigrams (a lone character stays a unigram). No stemming and no language detection:
+the same function must give the same terms for a note and for a question.
+"""
+
+from __future__ import annotations
+
+import re
+
+# One token: a run of CJK ideographs/kana/hangul, or a Latin/digit word that may carry
+# inner joiners (-, _, ., /, :) as identifiers, paths and versions do.
+_TOKEN = re.compile(
+    r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+"
+    r"|[^\W_](?:[\w]|[-.:/](?=[^\W_]))*",
+    re.UNICODE,
+)
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
+_PARTS = re.compile(r"[-_.:/]+")
+
+# Words too common to say anything about relevance on their own (questions are full of them).
+STOPWORDS = frozenset(
+    """a about above after again all also am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for
+    from further had has have having he her here hers him his how i if in into is it its
+    itself just me more most my no nor not now of off on once only or other our ours out
+    over own same she should so some such than that the their theirs them then there these
+    they this those through to too under until up very was we were what when where which
+    while who whom why will with would you your yours""".split()
+)
+
+
+def stem(word: str) -> str:
+    """A light English suffix strip, so that "listens", "listening" and "listen" meet.
+
+    Deliberately crude (no dictionary): it only has to map a note's word and a question's
+    word to the same key, and it leaves short words, identifiers and non-Latin text alone.
+    """
+    if len(word) <= 3 or not word.isalpha() or not word.isascii():
+        return word
+    for suffix, replacement, shortest in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= shortest:
+            return word[: len(word) - len(suffix)] + replacement
+    return word
+
+
+# (suffix, replacement, shortest stem left): first match wins.
+_SUFFIXES = (
+    ("sses", "ss", 2),
+    ("ies", "y", 2),
+    ("ss", "ss", 0),
+    ("us", "us", 0),
+    ("is", "is", 0),
+    ("s", "", 3),
+    ("ing", "", 3),
+    ("ed", "", 3),
+)
+
+
+def terms(text: str, *, drop_stopwords: bool = False) -> list[str]:
+    """Search terms of `text`, in order, repeats kept (counts matter for ranking).
+
+    >>> terms("Run docker-compose up; 配置文件")
+    ['run', 'docker-compose', 'docker', 'compose', 'up', '配置', '置文', '文件']
+    """
+    out: list[str] = []
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if _CJK.match(token):
+            if len(token) == 1:
+                out.append(token)
+            else:
+                out.extend(token[i : i + 2] for i in range(len(token) - 1))
+            continue
+        token = token.lower()
+        parts = [p for p in _PARTS.split(token) if p]
+        if len(parts) > 1:
+            out.append(token)
+            out.extend(stem(p) for p in parts if not (drop_stopwords and p in STOPWORDS))
+        elif not (drop_stopwords and token in STOPWORDS):
+            out.append(stem(token))
+    return out
+
+
+def content_terms(text: str) -> list[str]:
+    """`terms` without stop words: what a question is actually about."""
+    return terms(text, drop_stopwords=True)
+
+
+def has_cjk(text: str) -> bool:
+    return _CJK.search(text) is not None
