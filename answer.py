@@ -194,7 +194,8 @@ def standalone_query(question: str, history: list[Turn], chat: Chat | None) -> s
         if rewritten:
             return rewritten
     if _FOLLOW_UP.search(question) or len(set(content_terms(question))) <= 2:
-        return f"{history[-1].query} {question}"[-MAX_QUERY_CHARS:].strip()
+        room = MAX_QUERY_CHARS - len(question) - 1
+        return f"{history[-1].query[:room]} {question}".strip() if room > 0 else question
     return question
 
 
@@ -252,7 +253,7 @@ def check_citations(text: str, k: int) -> CitationCheck:
     >>> check_citations("Port 8420 [1, 7]. Redis 【2】.", 2).text
     'Port 8420 [1]. Redis [2].'
     """
-    code = [m.span() for m in _CODE.finditer(text)]
+    code: list[tuple[int, int]] = []
     cited: list[int] = []
     invalid: list[int] = []
 
@@ -270,8 +271,11 @@ def check_citations(text: str, k: int) -> CitationCheck:
                 cited.append(n)
         return "".join(f"[{n}]" for n in keep) or "\0"  # \0: removed, tidy the space below
 
-    replaced = _CITATION_RUN.sub(replace, text)
-    replaced = re.sub(r"[ \t]*\0", "", replaced)
+    replaced, previous = text, None
+    while replaced != previous:  # removing "[7]" from "[1 [7]]" makes a new citation
+        previous = replaced
+        code[:] = [m.span() for m in _CODE.finditer(replaced)]
+        replaced = re.sub(r"[ \t]*\0", "", _CITATION_RUN.sub(replace, replaced))
     return CitationCheck(replaced, cited, list(dict.fromkeys(invalid)))
 
 
@@ -299,7 +303,7 @@ def _expand(group: str) -> list[int]:
 # --- references and fragments ----------------------------------------------------------
 
 _SENTENCE = re.compile(r"[^\n]+?(?:[.!?](?=\s)|[。！？；]+|$)", re.M)
-_FENCE = re.compile(r"^\s*(```|~~~)")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _SKIP_LINE = re.compile(r"^\s*(?:#{1,6}\s|\|?\s*:?-{3,}|[-*_]{3,}\s*$|<!--)")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+|^\s*>\s?")
@@ -308,13 +312,19 @@ _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+|^\s*>\s?")
 def sentences(text: str) -> list[str]:
     """The prose sentences of a passage, verbatim; headings and code are left out."""
     out: list[str] = []
-    in_fence = False
+    fence = ""  # the open fence's marker; a closer is the same character, at least as long
     lines = text.splitlines()
     for i, line in enumerate(lines):
-        if _FENCE.match(line):
-            in_fence = not in_fence
+        marker = _FENCE.match(line)
+        if marker and not fence:
+            fence = marker.group(1)
             continue
-        if in_fence or not line.strip() or _SKIP_LINE.match(line):
+        if fence:
+            if marker and marker.group(1)[0] == fence[0] and len(marker.group(1)) >= len(fence):
+                if not line.strip().strip(fence[0]):
+                    fence = ""
+            continue
+        if not line.strip() or _SKIP_LINE.match(line):
             continue
         if i + 1 < len(lines) and _TABLE_RULE.match(lines[i + 1]):
             continue  # a table's header row says nothing by itself
@@ -352,7 +362,7 @@ def _best_fragment(hit: Hit, about: str) -> str:
     """The sentence of the passage that shares most with `about`, else its first one."""
     found = sentences(hit.text)
     if not found:
-        return _trim(" ".join(hit.text.split()))
+        return _trim(hit.text.strip())
     pool = [content_terms(s) for s in found]
     idf = _idf(pool)
     want = set(content_terms(about))
@@ -363,10 +373,13 @@ def _best_fragment(hit: Hit, about: str) -> str:
 def references(text: str, cited: list[int], hits: list[Hit]) -> list[Reference]:
     """The cited passages in citation order, each with the fragment its claims rest on."""
     claims: dict[int, list[str]] = {n: [] for n in cited}
+    said = ""  # the last sentence with words: "Backups run at 2am. [1]" cites it
     for sentence in _SENTENCE.findall(text):
+        if content_terms(_CITATION.sub(" ", sentence)):
+            said = sentence
         for n in _numbers(sentence):
             if n in claims:
-                claims[n].append(sentence)
+                claims[n].append(said if said is not sentence else sentence)
     out = []
     for n in cited:
         hit = hits[n - 1]

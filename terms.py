@@ -3,22 +3,23 @@
 Latin words are lower-cased; identifiers such as `docker-compose`, `ERR_CONN_42` or
 `config.yaml` are kept whole *and* as their parts, so an exact term and a loose one both
 match; runs of CJK characters, which have no spaces, become overlapping character
-bigrams (a lone character stays a unigram). No stemming and no language detection:
-the same function must give the same terms for a note and for a question.
+bigrams (a lone character stays a unigram). English words get a light suffix strip;
+there is no language detection: the same function must give the same terms for a note
+and for a question. Text is NFKC-normalised first, so full-width letters and composed
+or decomposed accents meet.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 # One token: a run of CJK ideographs/kana/hangul, or a Latin/digit word that may carry
 # inner joiners (-, _, ., /, :) as identifiers, paths and versions do.
-_TOKEN = re.compile(
-    r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+"
-    r"|[^\W_](?:[\w]|[-.:/](?=[^\W_]))*",
-    re.UNICODE,
-)
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
+_CJK_CLASS = r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af\uff66-\uff9f]"
+_WORD_CHAR = rf"(?:(?!{_CJK_CLASS})[^\W_])"  # a letter or digit of a spaced script
+_TOKEN = re.compile(rf"{_CJK_CLASS}+|{_WORD_CHAR}(?:{_WORD_CHAR}|_|[-.:/](?={_WORD_CHAR}))*")
+_CJK = re.compile(_CJK_CLASS)
 _PARTS = re.compile(r"[-_.:/]+")
 
 # Words too common to say anything about relevance on their own (questions are full of them).
@@ -29,7 +30,7 @@ STOPWORDS = frozenset(
     itself just me more most my no nor not now of off on once only or other our ours out
     over own same she should so some such than that the their theirs them then there these
     they this those through to too under until up very was we were what when where which
-    while who whom why will with would you your yours""".split()
+    while who whom why will with would you your yours s t d ll re ve m""".split()
 )
 
 
@@ -67,7 +68,7 @@ def terms(text: str, *, drop_stopwords: bool = False) -> list[str]:
     ['run', 'docker-compose', 'docker', 'compose', 'up', '配置', '置文', '文件']
     """
     out: list[str] = []
-    for match in _TOKEN.finditer(text):
+    for match in _TOKEN.finditer(unicodedata.normalize("NFKC", text)):
         token = match.group()
         if _CJK.match(token):
             if len(token) == 1:

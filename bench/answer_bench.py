@@ -1,0 +1,157 @@
+"""Answer latency: question -> first streamed token, with and without the LLM.
+
+    python bench/answer_bench.py                       # knowledge/, default questions
+    python bench/answer_bench.py --gguf PATH.gguf      # plus end to end with llama.cpp
+    python bench/answer_bench.py --knowledge DIR --questions FILE   # one question a line
+
+1. *askmd's own part* of the time to the first token, in-process on a warm index: the
+   search (query embedding + Chroma) and building the prompt, per question.
+2. The same through a real HTTP round trip: an OpenAI-compatible server on 127.0.0.1
+   that streams a canned reply at once, so what is measured is everything but the model
+   (search, prompt, the openai client, HTTP, SSE parsing) up to the first piece.
+3. With --gguf: end to end with that model served in-process by llama.cpp (1 thread):
+   time to first token and to the whole answer, and the answer's length.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import answer  # noqa: E402
+import rag  # noqa: E402
+from llm import Chat  # noqa: E402
+from settings import load_settings  # noqa: E402
+
+QUESTIONS = [
+    "What port does the API listen on?",
+    "How do I rotate the S3 access keys?",
+    "What is the maximum upload size?",
+    "Who is on call and for how long?",
+    "How long are database backups kept?",
+    "数据库备份保留多久？",
+    "How do I start the local development stack?",
+    "What happened in the thumbnail incident?",
+    "Lumen API 监听哪个端口？",
+    "How do I restore the database to a point in time?",
+]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def summary(name: str, values: list[float]) -> dict:
+    row = {
+        "measure": name,
+        "n": len(values),
+        "p50_ms": round(statistics.median(values), 1),
+        "p95_ms": round(percentile(values, 0.95), 1),
+        "max_ms": round(max(values), 1),
+    }
+    print(json.dumps(row), flush=True)
+    return row
+
+
+class _InstantLLM(BaseHTTPRequestHandler):
+    """Streams a fixed cited reply in 20 pieces with no delay."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        for i in range(20):
+            delta = {"content": f"word{i} " + ("[1]" if i == 19 else "")}
+            chunk = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]}
+            self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            self.wfile.flush()
+        self.wfile.write(b"data: [DONE]\n\n")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def first_piece_ms(index: rag.Index, chat: Chat, question: str, k: int) -> tuple[float, float]:
+    """(ms to the first streamed piece, ms to the whole reply), search included."""
+    start = time.perf_counter()
+    hits = index.search(question, k)
+    pieces = chat.stream(answer.build_messages(question, hits))
+    first = None
+    for _ in pieces:
+        if first is None:
+            first = time.perf_counter()
+    end = time.perf_counter()
+    return ((first or end) - start) * 1000, (end - start) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--knowledge", default=str(ROOT / "knowledge"))
+    parser.add_argument("--index-dir", help="default: a temporary folder")
+    parser.add_argument("--questions", help="a file with one question a line")
+    parser.add_argument("--rounds", type=int, default=3, help="passes over the questions")
+    parser.add_argument("--gguf", help="also measure end to end with this model")
+    parser.add_argument("-k", type=int, default=5)
+    args = parser.parse_args()
+    questions = QUESTIONS
+    if args.questions:
+        questions = [q for q in Path(args.questions).read_text().splitlines() if q.strip()]
+    index_dir = Path(args.index_dir or tempfile.mkdtemp(prefix="askmd-bench-"))
+    settings = load_settings(
+        environ={},
+        dotenv_path=None,
+        overrides={"knowledge_dir": Path(args.knowledge), "index_dir": index_dir},
+    )
+    index = rag.Index(settings)
+    report = index.sync(show_progress=False)
+    print(f"# {report.chunks_total} chunks in {args.knowledge}", flush=True)
+    index.search("warm-up", args.k)
+
+    own = []
+    for _ in range(args.rounds):
+        for q in questions:
+            start = time.perf_counter()
+            answer.build_messages(q, index.search(q, args.k))
+            own.append((time.perf_counter() - start) * 1000)
+    summary("search + prompt (in-process)", own)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _InstantLLM)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    chat = Chat(f"http://127.0.0.1:{server.server_port}/v1", "k", "stub")
+    first_piece_ms(index, chat, "warm-up", args.k)
+    rounds = range(args.rounds)
+    http = [first_piece_ms(index, chat, q, args.k)[0] for _ in rounds for q in questions]
+    summary("to first token, instant LLM over HTTP", http)
+    server.shutdown()
+
+    if args.gguf:
+        import local_llm
+
+        started = time.perf_counter()
+        local = local_llm.start(Path(args.gguf), threads=1, context=4096)
+        print(f"# model loaded in {time.perf_counter() - started:.2f} s", flush=True)
+        chat = Chat(local.url, local.api_key, local.model, temperature=0, max_tokens=200)
+        firsts, totals = [], []
+        for q in questions:
+            first, total = first_piece_ms(index, chat, q, args.k)
+            firsts.append(first)
+            totals.append(total)
+        summary(f"to first token, {Path(args.gguf).name}", firsts)
+        summary(f"whole answer, {Path(args.gguf).name}", totals)
+        local.close()
+
+
+if __name__ == "__main__":
+    main()

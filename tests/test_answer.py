@@ -1,0 +1,607 @@
+"""answer.py as pure functions: citation checking, references and their fragments, the
+extractive answer, follow-up queries, prompts, and `ask` with a plain search function.
+No network and no model: hits are built by hand."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import answer
+from answer import CitationCheck, Reference, Turn, check_citations
+from retriever import Hit
+
+
+def hit(
+    n: int, text: str, source: str = "notes.md", chain: str = "Notes › Ops", start: int = 0
+) -> Hit:
+    start = start or 10 * n
+    return Hit(n, 1.0 - n / 10, f"chunk-{n}", source, chain, start, start + 4, text)
+
+
+OPS = hit(
+    1,
+    "The office is in Lisbon. Backups run nightly at 2am to S3. The cafeteria opens at noon.",
+    source="ops.md",
+    chain="Ops › Backups",
+    start=3,
+)
+API = hit(
+    2,
+    "The API listens on port 8420. Metrics are exported to Prometheus.",
+    source="api.md",
+    chain="API › Network",
+    start=20,
+)
+
+
+# --- check_citations -------------------------------------------------------------------
+
+# (id, text, k, expected text, cited, invalid)
+CITATIONS = [
+    ("single", "Port 8420 [1].", 3, "Port 8420 [1].", [1], []),
+    ("adjacent", "A [1][2].", 3, "A [1][2].", [1, 2], []),
+    ("comma-list", "A [1, 2].", 3, "A [1][2].", [1, 2], []),
+    ("range", "A [1-3].", 3, "A [1][2][3].", [1, 2, 3], []),
+    ("reversed-range", "A [3-1].", 3, "A [1][2][3].", [1, 2, 3], []),
+    ("en-dash-range", "A [1–2].", 3, "A [1][2].", [1, 2], []),
+    ("and", "A [1 and 2].", 3, "A [1][2].", [1, 2], []),
+    ("full-width-lenticular", "A 【1】.", 3, "A [1].", [1], []),
+    ("full-width-brackets", "A ［1，2］.", 3, "A [1][2].", [1, 2], []),
+    ("ideographic-comma", "A [1、2].", 3, "A [1][2].", [1, 2], []),
+    ("footnote", "A [^1].", 3, "A [1].", [1], []),
+    ("source-word", "A [Source 2].", 3, "A [2].", [2], []),
+    ("sources-list", "A [sources 1, 2].", 3, "A [1][2].", [1, 2], []),
+    ("chinese-source-word", "A [来源 1]。", 3, "A [1]。", [1], []),
+    ("inner-spaces", "A [ 1 ].", 3, "A [1].", [1], []),
+    ("leading-zero", "A [01].", 3, "A [1].", [1], []),
+    ("out-of-range-with-space", "x [7].", 3, "x.", [], [7]),
+    ("zero", "x [0].", 3, "x.", [], [0]),
+    ("mixed-valid-invalid", "x [1, 7].", 3, "x [1].", [1], [7]),
+    ("invalid-first-in-run", "x [7] [1].", 3, "x [1].", [1], [7]),
+    ("invalid-last-in-run", "x [1] [7].", 3, "x [1].", [1], [7]),
+    ("invalid-before-comma", "x [7], y", 3, "x, y", [], [7]),
+    ("all-invalid-run", "[7][8]", 3, "", [], [7, 8]),
+    ("range-partly-out", "x [1-5].", 3, "x [1][2][3].", [1, 2, 3], [4, 5]),
+    ("no-sources", "x [1-3]", 0, "x", [], [1, 2, 3]),
+    ("repeated-adjacent", "x [1][1].", 3, "x [1].", [1], []),
+    ("repeated-spaced", "x [1] [1].", 3, "x [1].", [1], []),
+    ("run-normalised-space", "x [1] [2].", 3, "x [1][2].", [1, 2], []),
+    ("run-normalised-spaces", "x [1]  [2].", 3, "x [1][2].", [1, 2], []),
+    ("run-normalised-tab", "x [1]\t[2].", 3, "x [1][2].", [1, 2], []),
+    ("run-keeps-its-order", "x [2] [1].", 3, "x [2][1].", [2, 1], []),
+    ("no-citations", "No citations here.", 3, "No citations here.", [], []),
+    ("not-a-citation", "x [1,,2] [a] [] y", 3, "x [1,,2] [a] [] y", [], []),
+    ("five-digits-not-a-citation", "x [10000]", 3, "x [10000]", [], []),
+    ("inline-code", "use `arr[1]` here [1].", 3, "use `arr[1]` here [1].", [1], []),
+    ("inline-code-invalid", "x `a[7]` y [7].", 3, "x `a[7]` y.", [], [7]),
+    (
+        "fenced-code",
+        "```\narr[7] = arr[1]\n```\nok [1].",
+        3,
+        "```\narr[7] = arr[1]\n```\nok [1].",
+        [1],
+        [],
+    ),
+    ("tilde-fence", "~~~\n[7]\n~~~\n[7]", 3, "~~~\n[7]\n~~~\n", [], [7]),
+    ("unclosed-fence", "ok [1].\n```\n[7]", 3, "ok [1].\n```\n[7]", [1], []),
+    ("huge-range", "x [1-999].", 3, "x [1].", [1], [999]),
+    ("range-over-limit-is-two-numbers", "x [1-60].", 100, "x [1][60].", [1, 60], []),
+    (
+        "range-at-limit",
+        "x [1-51].",
+        100,
+        "x " + "".join(f"[{n}]" for n in range(1, 52)) + ".",
+        list(range(1, 52)),
+        [],
+    ),
+    (
+        "first-appearance-order",
+        "a [2]. b [1]. c [2] [3].",
+        3,
+        "a [2]. b [1]. c [2][3].",
+        [2, 1, 3],
+        [],
+    ),
+    ("invalid-no-duplicates", "a [7]. b [7][8]. c [8, 7].", 3, "a. b. c.", [], [7, 8]),
+    ("docstring", "Port 8420 [1, 7]. Redis 【2】.", 2, "Port 8420 [1]. Redis [2].", [1, 2], [7]),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "k", "expected", "cited", "invalid"),
+    [pytest.param(*c[1:], id=c[0]) for c in CITATIONS],
+)
+def test_check_citations(text: str, k: int, expected: str, cited: list, invalid: list) -> None:
+    assert check_citations(text, k) == CitationCheck(expected, cited, invalid)
+
+
+_FORMS = [
+    "[{a}]",
+    "[{a}, {b}]",
+    "[{a}-{b}]",
+    "[{a} and {b}]",
+    "【{a}】",
+    "［{a}，{b}］",
+    "[^{a}]",
+    "[Source {a}]",
+]
+_CITATION_TOKEN = st.builds(
+    lambda form, a, b: form.format(a=a, b=b),
+    st.sampled_from(_FORMS),
+    st.integers(0, 12),
+    st.integers(0, 12),
+)
+_WORD = st.sampled_from(["The", "port", "is", "8420", "x", ".", ",", "Redis", "端口", "。"])
+_TEXT = st.lists(
+    st.tuples(st.one_of(_WORD, _CITATION_TOKEN), st.sampled_from([" ", "", "\n", ". ", "  "])),
+    max_size=25,
+).map(lambda pieces: "".join(token + sep for token, sep in pieces))
+
+
+@given(_TEXT, st.integers(0, 8))
+def test_check_citations_properties(text: str, k: int) -> None:
+    out = check_citations(text, k)
+    numbers = [int(n) for n in re.findall(r"\[(\d+)\]", out.text)]
+    assert all(1 <= n <= k for n in numbers)
+    assert out.cited == list(dict.fromkeys(numbers))
+    assert len(out.invalid) == len(set(out.invalid))
+    assert not any(1 <= n <= k for n in out.invalid)
+    assert check_citations(out.text, k) == CitationCheck(out.text, out.cited, [])
+
+
+@pytest.mark.parametrize("text", ["x [1 [7]]", "x [[7]1]"])
+def test_removal_does_not_create_an_uncounted_citation(text: str) -> None:
+    out = check_citations(text, 1)
+    numbers = [int(n) for n in re.findall(r"\[(\d+)\]", out.text)]
+    assert out.cited == list(dict.fromkeys(numbers))
+
+
+# --- references ------------------------------------------------------------------------
+
+
+def test_references_in_citation_order_with_hit_metadata() -> None:
+    text = "The API uses port 8420 [2]. Backups are nightly at 2am [1]."
+    refs = answer.references(text, [2, 1], [OPS, API])
+    assert [(r.n, r.source, r.heading_chain, r.line_start, r.line_end) for r in refs] == [
+        (2, "api.md", "API › Network", 20, 24),
+        (1, "ops.md", "Ops › Backups", 3, 7),
+    ]
+    assert refs[0].text == "The API listens on port 8420."
+    assert refs[1].text == "Backups run nightly at 2am to S3."
+
+
+@pytest.mark.parametrize(
+    ("claim", "fragment"),
+    [
+        ("Backups happen at 2am [1].", "Backups run nightly at 2am to S3."),
+        ("The cafeteria opens at noon [1].", "The cafeteria opens at noon."),
+        ("The office is in Lisbon [1].", "The office is in Lisbon."),
+        ("Something unrelated entirely [1].", "The office is in Lisbon."),  # first sentence
+        ("Backups run nightly.[1]", "Backups run nightly at 2am to S3."),
+        ("夜间备份【1】。", "The office is in Lisbon."),  # no shared word: first sentence
+    ],
+)
+def test_reference_fragment_is_the_sentence_sharing_most_words(claim: str, fragment: str) -> None:
+    checked = check_citations(claim, 1)
+    [ref] = answer.references(checked.text, checked.cited, [OPS])
+    assert ref.text == fragment
+    assert ref.text in OPS.text
+
+
+def test_reference_fragment_uses_only_the_sentences_citing_it() -> None:
+    text = "The cafeteria opens at noon [2]. Backups run at 2am [1]."
+    cafeteria = hit(2, "Lunch is served daily. The cafeteria opens at noon.")
+    refs = answer.references(text, [2, 1], [OPS, cafeteria])
+    assert [r.text for r in refs] == [
+        "The cafeteria opens at noon.",
+        "Backups run nightly at 2am to S3.",
+    ]
+
+
+def test_reference_fragments_are_verbatim_and_trimmed() -> None:
+    long = hit(1, "Intro line. " + "The backup job copies " + "every file " * 40 + "to S3.")
+    checked = check_citations("The backup job copies files [1].", 1)
+    [ref] = answer.references(checked.text, checked.cited, [long])
+    assert ref.text in long.text
+    assert ref.text.startswith("The backup job copies every file")
+    assert len(ref.text) <= answer.FRAGMENT_CHARS
+    assert not ref.text.endswith(" ")
+
+
+def test_reference_fragment_when_citation_follows_the_period() -> None:
+    checked = check_citations("Backups run nightly at 2am. [1]", 1)
+    [ref] = answer.references(checked.text, checked.cited, [OPS])
+    assert ref.text == "Backups run nightly at 2am to S3."
+
+
+def test_reference_fragment_of_code_only_passage_is_verbatim() -> None:
+    code = hit(1, "```\nport: 8420\nhost:  0.0.0.0\n```")
+    [ref] = answer.references("The port is 8420 [1].", [1], [code])
+    assert ref.text in code.text
+
+
+def test_reference_to_json_keys() -> None:
+    ref = Reference(3, "a.md", "A › B", 5, 9, "Quoted.")
+    assert ref.to_json() == {
+        "n": 3,
+        "source": "a.md",
+        "heading_chain": "A › B",
+        "line_start": 5,
+        "line_end": 9,
+        "text": "Quoted.",
+    }
+
+
+def test_references_empty_when_nothing_cited() -> None:
+    assert answer.references("No citations.", [], [OPS]) == []
+
+
+# --- sentences -------------------------------------------------------------------------
+
+SENTENCES = [
+    (
+        "heading-and-blank-lines",
+        "# Title\n\n## Sub heading\n\nThe server listens on 8420. It restarts nightly!\n\n",
+        ["The server listens on 8420.", "It restarts nightly!"],
+    ),
+    (
+        "fenced-code",
+        "Before the code.\n```sh\nrun this command.\n```\nAfter the code ends.",
+        ["Before the code.", "After the code ends."],
+    ),
+    ("tilde-fence", "~~~\nfenced code.\n~~~\nProse comes next.", ["Prose comes next."]),
+    (
+        "table-header-and-rule",
+        "| Name | Port |\n|---|:---:|\n| api | 8420 |",
+        ["| api | 8420 |"],
+    ),
+    (
+        "list-markers",
+        "- dash item here\n* star item here\n+ plus item here\n1. numbered item\n2) paren item\n"
+        "> quoted line\n  - nested item here",
+        [
+            "dash item here",
+            "star item here",
+            "plus item here",
+            "numbered item",
+            "paren item",
+            "quoted line",
+            "nested item here",
+        ],
+    ),
+    (
+        "rules-and-comments",
+        "---\n***\n<!-- hidden note -->\nText after rule.",
+        ["Text after rule."],
+    ),
+    ("setext-heading", "Header row\n---\nBody text here.", ["Body text here."]),
+    (
+        "chinese",
+        "服务监听端口8420。每天重启！真的吗？好的",
+        ["服务监听端口8420。", "每天重启！", "真的吗？", "好的"],
+    ),
+    ("chinese-semicolon", "请看第一句；第二句。", ["请看第一句；", "第二句。"]),
+    (
+        "mixed",
+        "Mixed 中文句子。English sentence. 再来一句！",
+        ["Mixed 中文句子。", "English sentence.", "再来一句！"],
+    ),
+    (
+        "question-and-tail",
+        "Ends with question? Yes. Trailing",
+        ["Ends with question?", "Yes.", "Trailing"],
+    ),
+    ("stopwords-only-dropped", "It is. What is this? Redis is fast.", ["Redis is fast."]),
+    ("version-number-not-a-break", "Version 1.2 is out.", ["Version 1.2 is out."]),
+    ("empty", "", []),
+    ("code-only", "```\ncode only.\n```", []),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), [pytest.param(c[1], c[2], id=c[0]) for c in SENTENCES]
+)
+def test_sentences(text: str, expected: list[str]) -> None:
+    assert answer.sentences(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("```\n~~~\nstill code here\n```\nProse line.", id="tilde-inside-backticks"),
+        pytest.param("````\n```\ninner code\n```\n````\nProse line.", id="shorter-fence-inside"),
+    ],
+)
+def test_sentences_fence_closes_only_on_matching_marker(text: str) -> None:
+    assert answer.sentences(text) == ["Prose line."]
+
+
+# --- the extractive answer -------------------------------------------------------------
+
+_LINE = re.compile(r"^- (?P<quote>.+?)(?P<trimmed> …)? \[(?P<n>\d+)\]$")
+
+
+def _quoted(text: str) -> list[tuple[str, bool, int]]:
+    out = []
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        assert m, line
+        out.append((m["quote"], bool(m["trimmed"]), int(m["n"])))
+    return out
+
+
+def _check_shape(text: str, refs: list[Reference], hits: list[Hit]) -> None:
+    quoted = _quoted(text)
+    assert 1 <= len(quoted) <= 3
+    for quote, _, n in quoted:
+        assert quote in hits[n - 1].text
+        assert sum(1 for _, _, m in quoted if m == n) <= 2
+    assert [r.n for r in refs] == list(dict.fromkeys(n for _, _, n in quoted))
+    for ref in refs:
+        assert ref.text == next(q for q, _, n in quoted if n == ref.n)
+        h = hits[ref.n - 1]
+        assert (ref.source, ref.heading_chain, ref.line_start, ref.line_end) == (
+            h.source,
+            h.heading_chain,
+            h.line_start,
+            h.line_end,
+        )
+
+
+def test_extractive_picks_matching_sentences() -> None:
+    text, refs = answer.extractive("which port does the API listen on?", [OPS, API])
+    assert text == "- The API listens on port 8420. [2]"
+    assert refs == [
+        Reference(2, "api.md", "API › Network", 20, 24, "The API listens on port 8420.")
+    ]
+
+
+def test_extractive_matching_sentence_beats_unrelated_one() -> None:
+    hits = [hit(1, "The office is in Lisbon. The cache is Redis on port 6379.")]
+    text, refs = answer.extractive("what port does the cache use", hits)
+    assert text == "- The cache is Redis on port 6379. [1]"
+    _check_shape(text, refs, hits)
+
+
+def test_extractive_at_most_three_lines_two_per_hit() -> None:
+    hits = [
+        hit(1, "Port 1 is used. Port 2 is used. Port 3 is used. Port 4 is used."),
+        hit(2, "Port 5 is used. Port 6 is used."),
+    ]
+    text, refs = answer.extractive("port used", hits)
+    assert text == "- Port 1 is used. [1]\n- Port 2 is used. [1]\n- Port 5 is used. [2]"
+    assert [r.n for r in refs] == [1, 2]
+    _check_shape(text, refs, hits)
+
+
+def test_extractive_skips_a_sentence_already_quoted() -> None:
+    hits = [hit(1, "Redis listens on 6379."), hit(2, "Redis listens on 6379. Redis is a cache.")]
+    text, refs = answer.extractive("redis", hits)
+    assert text == "- Redis listens on 6379. [1]\n- Redis is a cache. [2]"
+    _check_shape(text, refs, hits)
+
+
+def test_extractive_chinese() -> None:
+    hits = [
+        hit(1, "数据库每天凌晨两点备份。缓存使用Redis。"),
+        hit(2, "服务监听端口8420。日志写入系统目录。"),
+    ]
+    text, refs = answer.extractive("服务监听哪个端口？", hits)
+    assert text == "- 服务监听端口8420。 [2]"
+    _check_shape(text, refs, hits)
+    text, refs = answer.extractive("备份什么时候？", hits)
+    assert text == "- 数据库每天凌晨两点备份。 [1]"
+    _check_shape(text, refs, hits)
+
+
+def test_extractive_finds_latin_word_inside_chinese_sentence() -> None:
+    hits = [hit(1, "其他内容在这里。用docker部署服务。")]
+    text, _ = answer.extractive("docker 部署", hits)
+    assert text == "- 用docker部署服务。 [1]"
+
+
+def test_extractive_without_shared_terms_quotes_first_sentence_of_hit_1() -> None:
+    text, refs = answer.extractive("zebra giraffe", [OPS, API])
+    assert text == "- The office is in Lisbon. [1]"
+    assert [(r.n, r.text) for r in refs] == [(1, "The office is in Lisbon.")]
+
+
+def test_extractive_trims_long_sentence() -> None:
+    hits = [hit(1, "word " * 80 + "end.")]
+    text, refs = answer.extractive("word", hits)
+    [(quote, trimmed, n)] = _quoted(text)
+    assert trimmed and n == 1
+    assert len(quote) <= answer.FRAGMENT_CHARS
+    assert hits[0].text.startswith(quote)
+    assert text == f"- {quote} … [1]"
+    assert refs[0].text == quote
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        pytest.param(["```\nport: 8420\n```"], id="code"),
+        pytest.param(["# Heading only", "| a | b |\n|---|---|"], id="heading-and-table-head"),
+        pytest.param([""], id="empty"),
+    ],
+)
+def test_extractive_without_prose(texts: list[str]) -> None:
+    hits = [hit(n, t) for n, t in enumerate(texts, start=1)]
+    assert answer.extractive("port", hits) == (answer.NOTHING_FOUND, [])
+
+
+def test_extractive_no_hits() -> None:
+    assert answer.extractive("port", []) == (answer.NOTHING_FOUND, [])
+
+
+_PROSE = st.lists(
+    st.sampled_from(
+        [
+            "The API listens on port 8420.",
+            "Redis is the cache.",
+            "Backups run nightly!",
+            "服务监听端口8420。",
+            "```\ncode line.\n```",
+            "# A heading",
+            "- a list item about ports",
+            "Ports are opened by the firewall team?",
+        ]
+    ),
+    max_size=6,
+).map("\n".join)
+
+
+@given(st.lists(_PROSE, min_size=1, max_size=4), st.sampled_from(["port", "redis", "备份", "x"]))
+def test_extractive_shape_property(texts: list[str], query: str) -> None:
+    hits = [hit(n, t) for n, t in enumerate(texts, start=1)]
+    text, refs = answer.extractive(query, hits)
+    if text == answer.NOTHING_FOUND:
+        assert refs == []
+        assert all(answer.sentences(h.text) == [] for h in hits)
+    else:
+        _check_shape(text, refs, hits)
+
+
+# --- follow-up questions ---------------------------------------------------------------
+
+HISTORY = [Turn("Which port does the API use?", "Which port does the API use?", "8420 [1].")]
+
+
+def test_standalone_query_without_history_is_unchanged() -> None:
+    assert answer.standalone_query("and the metrics?", [], None) == "and the metrics?"
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "and the metrics?",
+        "what about its port?",
+        "How do I restart it?",
+        "那它呢？",
+        "redis backups",
+    ],
+)
+def test_follow_up_is_searched_with_previous_query(question: str) -> None:
+    assert (
+        answer.standalone_query(question, HISTORY, None)
+        == f"Which port does the API use? {question}"
+    )
+
+
+def test_follow_up_uses_the_last_turn_query() -> None:
+    history = [Turn("q1", "first query", ""), Turn("and it?", "second query and it?", "")]
+    assert answer.standalone_query("why?", history, None) == "second query and it? why?"
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How are database backups scheduled nightly?",
+        "Where is the Redis cache configured?",
+        "数据库备份在什么时候进行？",
+    ],
+)
+def test_standalone_question_with_history_is_unchanged(question: str) -> None:
+    assert answer.standalone_query(question, HISTORY, None) == question
+
+
+@given(st.text(max_size=600), st.sampled_from(["and the port?", "what about it?", "那它呢？"]))
+def test_follow_up_query_is_capped(previous: str, question: str) -> None:
+    query = answer.standalone_query(question, [Turn("q", previous, "")], None)
+    assert len(query) <= answer.MAX_QUERY_CHARS
+    assert query.endswith(question)
+
+
+def test_follow_up_keeps_the_end_when_capped() -> None:
+    query = answer.standalone_query("and it?", [Turn("q", "w" * 1000, "")], None)
+    assert query == "w" * (answer.MAX_QUERY_CHARS - 8) + " and it?"
+
+
+# --- prompts ---------------------------------------------------------------------------
+
+
+def test_build_messages() -> None:
+    plain = hit(3, "  Plain text.\n", source="b.md", chain="", start=7)
+    messages = answer.build_messages("Which port?", [API, plain])
+    assert messages == [
+        {"role": "system", "content": answer.SYSTEM_PROMPT},
+        {
+            "role": "user",
+            "content": "Sources:\n\n"
+            "[1] api.md › API › Network (lines 20–24)\n"
+            "The API listens on port 8420. Metrics are exported to Prometheus.\n\n"
+            "[2] b.md (lines 7–11)\nPlain text.\n\n"
+            "Question: Which port?",
+        },
+    ]
+
+
+def test_build_messages_with_rewritten_query() -> None:
+    [_, user] = answer.build_messages("and its port?", [API], "the API and its port?")
+    assert user["content"].endswith(
+        "Question: and its port?\n(In this conversation that means: the API and its port?)"
+    )
+
+
+@pytest.mark.parametrize("query", ["", "Which port?"])
+def test_build_messages_query_same_as_question(query: str) -> None:
+    [_, user] = answer.build_messages("Which port?", [API], query)
+    assert user["content"].endswith("\n\nQuestion: Which port?")
+
+
+# --- ask -------------------------------------------------------------------------------
+
+
+def test_ask_extractive() -> None:
+    searched: list[str] = []
+
+    def search(query: str) -> list[Hit]:
+        searched.append(query)
+        return [OPS, API]
+
+    result = answer.ask("which port does the API listen on?", [], search, None)
+    assert searched == ["which port does the API listen on?"]
+    assert result.mode == "extractive"
+    assert result.text == "- The API listens on port 8420. [2]"
+    assert result.citations == [r.n for r in result.references] == [2]
+    assert result.invalid_citations == []
+    assert result.hits == [OPS, API]
+    assert result.retrieval_ms >= 0 and result.generation_ms >= 0
+    data = result.to_json()
+    assert list(data) == [
+        "question",
+        "answer",
+        "mode",
+        "citations",
+        "invalid_citations",
+        "references",
+        "retrieval_ms",
+        "generation_ms",
+    ]
+    assert data["references"] == [r.to_json() for r in result.references]
+    assert data["answer"] == result.text
+
+
+def test_ask_follow_up_searches_the_standalone_query() -> None:
+    searched: list[str] = []
+
+    def search(query: str) -> list[Hit]:
+        searched.append(query)
+        return [API]
+
+    result = answer.ask("and the metrics?", HISTORY, search, None)
+    assert searched == ["Which port does the API use? and the metrics?"]
+    assert result.question == "and the metrics?"
+    assert result.query == searched[0]
+
+
+def test_ask_nothing_found() -> None:
+    result = answer.ask("anything?", [], lambda query: [], None)
+    assert result.text == answer.NOTHING_FOUND
+    assert result.references == [] and result.citations == []
+    assert result.to_json()["answer"] == answer.NOTHING_FOUND
+    assert result.to_json()["references"] == []
