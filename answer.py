@@ -353,9 +353,21 @@ def _idf(pool: Iterable[list[str]]) -> Callable[[str], float]:
     return lambda term: math.log(1 + (n + 1) / (counts.get(term, 0) + 0.5))
 
 
-def _overlap(query: set[str], sentence: set[str], idf: Callable[[str], float]) -> float:
+_INLINE_CODE = re.compile(r"`[^`\n]+`")
+
+
+def _weights(sentence: str) -> dict[str, float]:
+    """A sentence's terms; those only inside `code` count half: a path or identifier
+    merely mentioned ("see `backup/restore.md`") says less than prose about it."""
+    weights = dict.fromkeys(content_terms(sentence), 0.5)
+    weights.update(dict.fromkeys(content_terms(_INLINE_CODE.sub(" ", sentence)), 1.0))
+    return weights
+
+
+def _overlap(query: set[str], sentence: dict[str, float], idf: Callable[[str], float]) -> float:
+    """The idf-weighted share of the query's terms that the sentence holds."""
     total = sum(idf(t) for t in query)
-    return sum(idf(t) for t in query & sentence) / total if total else 0.0
+    return sum(idf(t) * sentence[t] for t in query if t in sentence) / total if total else 0.0
 
 
 def _best_fragment(hit: Hit, about: str) -> str:
@@ -366,7 +378,7 @@ def _best_fragment(hit: Hit, about: str) -> str:
     pool = [content_terms(s) for s in found]
     idf = _idf(pool)
     want = set(content_terms(about))
-    best = max(range(len(found)), key=lambda i: (_overlap(want, set(pool[i]), idf), -i))
+    best = max(range(len(found)), key=lambda i: (_overlap(want, _weights(found[i]), idf), -i))
     return _trim(found[best])
 
 
@@ -396,27 +408,33 @@ def references(text: str, cited: list[int], hits: list[Hit]) -> list[Reference]:
 def extractive(query: str, hits: list[Hit], max_sentences: int = 3) -> tuple[str, list[Reference]]:
     """The sentences of the top passages that best match the query, each cited.
 
-    Scored by how much of the query's (idf-weighted) terms a sentence holds, with a small
-    bonus for the passage's rank; at most two sentences come from one passage. When no
-    sentence shares a term with the query (a paraphrase found by meaning), the first
-    sentence of the best passage stands in.
+    A sentence is scored by how much of the query's (idf-weighted) terms it holds, read
+    together with its passage's heading chain: in notes a heading often asks the question
+    its first sentences answer ("## Maximum upload size?" / "50 MB per photo."), so among
+    equals the earlier sentence and the better-ranked passage win. At most two sentences
+    come from one passage. When nothing shares a term with the query (a paraphrase found by
+    meaning), the first sentence of the best passage stands in.
     """
-    candidates = [(n, s) for n, hit in enumerate(hits, start=1) for s in sentences(hit.text)]
+    candidates: list[tuple[int, str, float, dict[str, float]]] = []
+    for n, hit in enumerate(hits, start=1):
+        heading = dict.fromkeys(content_terms(hit.heading_chain), 1.0)
+        for position, sentence in enumerate(sentences(hit.text)):
+            # (passage number, sentence, bonus for coming early, terms with the heading's)
+            bonus = 0.1 / (position + 1) + 0.05 / n
+            candidates.append((n, sentence, bonus, {**heading, **_weights(sentence)}))
     if not candidates:
         return NOTHING_FOUND, []
-    pool = [content_terms(s) for _, s in candidates]
-    idf = _idf(pool)
+    idf = _idf([list(c[3]) for c in candidates])
     want = set(content_terms(query))
-    overlaps = [_overlap(want, set(terms), idf) for terms in pool]
-    ranked = sorted(
-        (i for i in range(len(candidates)) if overlaps[i] > 0),
-        key=lambda i: overlaps[i] + 0.05 / candidates[i][0],
-        reverse=True,
-    )
+    scores = []
+    for _, _, bonus, weights in candidates:
+        overlap = _overlap(want, weights, idf)
+        scores.append(overlap + bonus if overlap > 0 else 0.0)
+    ranked = sorted((i for i in range(len(candidates)) if scores[i] > 0), key=lambda i: -scores[i])
     chosen: list[int] = []
     per_hit: Counter[int] = Counter()
     for i in ranked:
-        n, sentence = candidates[i]
+        n, sentence = candidates[i][:2]
         if len(chosen) == max_sentences:
             break
         if per_hit[n] < 2 and sentence not in {candidates[j][1] for j in chosen}:
@@ -426,7 +444,7 @@ def extractive(query: str, hits: list[Hit], max_sentences: int = 3) -> tuple[str
         chosen = [0]
     lines, refs, seen = [], [], set()
     for i in chosen:
-        n, sentence = candidates[i]
+        n, sentence = candidates[i][:2]
         quoted = _trim(sentence)
         lines.append(f"- {quoted}{'' if quoted == sentence else ' …'} [{n}]")
         if n not in seen:

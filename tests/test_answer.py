@@ -354,7 +354,9 @@ def _check_shape(text: str, refs: list[Reference], hits: list[Hit]) -> None:
 
 def test_extractive_picks_matching_sentences() -> None:
     text, refs = answer.extractive("which port does the API listen on?", [OPS, API])
-    assert text == "- The API listens on port 8420. [2]"
+    # The second line shares only the heading's "API": it comes after the sentence that
+    # answers, and the unrelated passage gives nothing.
+    assert text == "- The API listens on port 8420. [2]\n- Metrics are exported to Prometheus. [2]"
     assert refs == [
         Reference(2, "api.md", "API › Network", 20, 24, "The API listens on port 8420.")
     ]
@@ -373,7 +375,9 @@ def test_extractive_at_most_three_lines_two_per_hit() -> None:
         hit(2, "Port 5 is used. Port 6 is used."),
     ]
     text, refs = answer.extractive("port used", hits)
-    assert text == "- Port 1 is used. [1]\n- Port 2 is used. [1]\n- Port 5 is used. [2]"
+    # Equal matches: earlier sentences first, a passage's first sentence before another's
+    # second.
+    assert text == "- Port 1 is used. [1]\n- Port 5 is used. [2]\n- Port 2 is used. [1]"
     assert [r.n for r in refs] == [1, 2]
     _check_shape(text, refs, hits)
 
@@ -566,7 +570,7 @@ def test_ask_extractive() -> None:
     result = answer.ask("which port does the API listen on?", [], search, None)
     assert searched == ["which port does the API listen on?"]
     assert result.mode == "extractive"
-    assert result.text == "- The API listens on port 8420. [2]"
+    assert result.text.splitlines()[0] == "- The API listens on port 8420. [2]"
     assert result.citations == [r.n for r in result.references] == [2]
     assert result.invalid_citations == []
     assert result.hits == [OPS, API]
@@ -605,3 +609,21 @@ def test_ask_nothing_found() -> None:
     assert result.references == [] and result.citations == []
     assert result.to_json()["answer"] == answer.NOTHING_FOUND
     assert result.to_json()["references"] == []
+
+
+def test_extractive_reads_a_sentence_with_its_heading() -> None:
+    # The FAQ shape: the heading asks, the first sentence answers without repeating a word.
+    faq = Hit(
+        rank=1,
+        score=0.6,
+        chunk_id="faq.md#3",
+        source="faq.md",
+        heading_chain="FAQ > What is the maximum upload size?",
+        line_start=10,
+        line_end=13,
+        text="## What is the maximum upload size?\n\n50 MB per photo. Larger files are "
+        "rejected. Admins can raise the upload limit in the config.",
+    )
+    text, refs = answer.extractive("what is the maximum upload size?", [faq])
+    assert text.splitlines()[0] == "- 50 MB per photo. [1]"
+    assert refs[0].text == "50 MB per photo."
