@@ -237,8 +237,10 @@ def stream_answer(pieces: Iterator[str]) -> str:
     if not out.is_terminal:
         return "".join(pieces)
     from rich.live import Live
+    from rich.spinner import Spinner
 
-    with Live(console=out, transient=True, refresh_per_second=12) as live:
+    waiting = Spinner("dots", Text("waiting for the model…", style="dim"))
+    with Live(waiting, console=out, transient=True, refresh_per_second=12) as live:
         for piece in pieces:
             text += piece
             live.update(_Tail(_CitedMarkdown(text)))
