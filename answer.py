@@ -202,7 +202,7 @@ def standalone_query(question: str, history: list[Turn], chat: Chat | None) -> s
 def _rewrite_messages(question: str, history: list[Turn]) -> list[dict]:
     lines = []
     for turn in history[-3:]:
-        said = " ".join(_CITATION.sub("", turn.answer).split())
+        said = " ".join(re.sub(rf"[ \t]*(?:{_ONE})", "", turn.answer, flags=re.I).split())
         lines += [f"User: {turn.question}", f"Assistant: {said[:400]}"]
     conversation = "\n".join(lines)
     return [

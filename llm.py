@@ -8,12 +8,14 @@ nothing about notes or citations.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
 from errors import AskmdError, first_line, server_message
 
 if TYPE_CHECKING:
+    import httpx
     import openai
 
 DEFAULT_URL = "https://api.openai.com/v1"
@@ -81,6 +83,9 @@ class Chat:
         except openai.OpenAIError as exc:
             raise self._translate(exc) from None
         with response:  # also on GeneratorExit (Ctrl-C, a closed client): the socket closes
+            if "event-stream" not in response.response.headers.get("content-type", ""):
+                yield self._whole_reply(response.response)  # a server that does not stream
+                return
             try:
                 for chunk in response:
                     choices = getattr(chunk, "choices", None) or []
@@ -95,6 +100,16 @@ class Chat:
                     f"the LLM server at {self.url} sent a reply that is not an OpenAI-style "
                     f"stream ({first_line(exc)}). Check OPENAI_BASE_URL."
                 ) from None
+
+    def _whole_reply(self, http: httpx.Response) -> str:
+        """The text of a plain (non-streamed) chat completion."""
+        try:
+            return str(json.loads(http.read())["choices"][0]["message"]["content"] or "")
+        except (ValueError, LookupError, TypeError):
+            raise AskmdError(
+                f"the LLM server at {self.url} sent a reply that is neither an OpenAI-style "
+                "stream nor a chat completion. Check OPENAI_BASE_URL."
+            ) from None
 
     def complete(self, messages: list[dict], max_tokens: int = 100) -> str:
         """A short reply, whole."""

@@ -3,7 +3,8 @@
 POST /v1/embeddings answers with deterministic, *unnormalised* vectors (see `vector`). Every
 request is recorded; `force` queues scripted replies per path (an error status, a body, a
 delay). More endpoints are added by putting a function in `routes`: it gets the JSON body and
-returns a JSON object, or an iterable of objects to stream as server-sent events (chat).
+returns a JSON object, or an iterable of objects to stream as server-sent events (chat); a
+`bytes` item in that iterable is written to the stream as it is (to send a broken line).
 """
 
 from __future__ import annotations
@@ -92,6 +93,13 @@ class OpenAIServer:
             queue = self._forced.setdefault(path, deque())
             queue.extend(Forced(status, body, delay, headers or {}) for _ in range(times))
 
+    def reset(self) -> None:
+        """Forget recorded requests, scripted replies and added routes: a shared server afresh."""
+        with self._lock:
+            self.requests.clear()
+            self._forced.clear()
+        self.routes = {"/v1/embeddings": self.embeddings}
+
     def embeddings(self, body: JSON) -> JSON:
         texts = [body["input"]] if isinstance(body["input"], str) else body["input"]
         data = []
@@ -133,7 +141,9 @@ def _handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
 
         do_GET = do_POST
 
-        def _send(self, status: int, reply: JSON | Iterable[JSON], headers: dict[str, str]) -> None:
+        def _send(
+            self, status: int, reply: JSON | Iterable[JSON | bytes], headers: dict[str, str]
+        ) -> None:
             stream = not isinstance(reply, dict)
             payload = b"" if stream else json.dumps(reply).encode()
             self.send_response(status)
@@ -147,7 +157,10 @@ def _handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(payload)
                 return
             for chunk in reply:
-                self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+                if isinstance(chunk, bytes):  # raw stream text, sent as it is
+                    self.wfile.write(chunk)
+                else:
+                    self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
                 self.wfile.flush()
             self.wfile.write(b"data: [DONE]\n\n")
 

@@ -1,0 +1,732 @@
+"""Answers from an LLM: the chat client against a scripted OpenAI-compatible server, and
+`ask` / the REPL through the real program, with the citations checked on the way out."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from answer import ENABLE_GENERATION, REWRITE_PROMPT, SYSTEM_PROMPT
+from errors import AskmdError
+from llm import Chat
+from tests.conftest import ROOT, clean_env
+from tests.openai_server import OpenAIServer, Request
+
+CHAT = "/v1/chat/completions"
+MODELS = "/v1/models"
+FAST_RETRY = {"retry-after-ms": "10"}  # with an error: the client waits this long to try again
+USER = [{"role": "user", "content": "What port does the API use?"}]
+
+
+# --- a scripted chat model -----------------------------------------------------------------
+
+
+def pieces_of(text: str, size: int = 4) -> list[str]:
+    """The text cut into small pieces, so that a citation like [12] straddles two of them."""
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def sse_chunks(text: str, model: str, size: int = 4) -> list[dict]:
+    """A streamed reply as OpenAI sends it: one chunk per piece, then an empty `stop` chunk."""
+
+    def chunk(delta: dict, finish: str | None) -> dict:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return {
+            "id": "c1",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": model,
+            "choices": [choice],
+        }
+
+    return [chunk({"content": p}, None) for p in pieces_of(text, size)] + [chunk({}, "stop")]
+
+
+def reply_with(server: OpenAIServer, text: str, size: int = 4) -> None:
+    """Make the server's chat model stream `text` to every request."""
+    server.routes[CHAT] = lambda body: sse_chunks(text, body["model"], size)
+
+
+def converse(server: OpenAIServer, rewrite: str, answer: str) -> None:
+    """Rewrite requests get `rewrite`, every other chat request is answered with `answer`."""
+
+    def route(body: dict) -> list[dict]:
+        asks_rewrite = body["messages"][0]["content"] == REWRITE_PROMPT
+        return sse_chunks(rewrite if asks_rewrite else answer, body["model"])
+
+    server.routes[CHAT] = route
+
+
+def serve_models(server: OpenAIServer, *names: str) -> None:
+    listing = [{"id": n, "object": "model", "created": 0, "owned_by": "x"} for n in names]
+    server.routes[MODELS] = lambda body: {"object": "list", "data": listing}
+
+
+def chat_requests(server: OpenAIServer) -> list[Request]:
+    return [r for r in server.requests if r.path == CHAT]
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on (it was free a moment ago)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def shared_server() -> Iterable[OpenAIServer]:
+    with OpenAIServer(dimension=16) as server:
+        yield server
+
+
+@pytest.fixture
+def server(shared_server: OpenAIServer) -> OpenAIServer:
+    """The module's server with no routes but embeddings, no scripted errors, no requests."""
+    shared_server.reset()
+    return shared_server
+
+
+def chat_for(server: OpenAIServer, **options: Any) -> Chat:
+    options = {"max_retries": 0, **options}
+    return Chat(server.url, "sk-test", options.pop("model", "m1"), **options)
+
+
+# --- 1. streaming and completing ---------------------------------------------------------
+
+
+def test_stream_yields_the_pieces_in_order_and_sends_the_settings(server: OpenAIServer) -> None:
+    text = "The API listens on port 8420 [1]. Metrics are on 9420 [2]."
+    reply_with(server, text, size=3)
+    chat = chat_for(server, temperature=0.3, max_tokens=123)
+
+    assert list(chat.stream(USER)) == pieces_of(text, 3)
+
+    (request,) = chat_requests(server)
+    assert request.body["stream"] is True
+    assert request.body["model"] == "m1"
+    assert request.body["temperature"] == 0.3
+    assert request.body["max_tokens"] == 123
+    assert request.body["messages"] == USER
+    assert request.headers["authorization"] == "Bearer sk-test"
+
+
+def test_complete_returns_the_whole_reply_stripped(server: OpenAIServer) -> None:
+    reply_with(server, "  \nWhich port does the API listen on?  \n", size=5)
+    chat = chat_for(server)
+    assert chat.complete(USER) == "Which port does the API listen on?"
+    (request,) = chat_requests(server)
+    assert request.body["max_tokens"] == 100 and request.body["stream"] is True
+
+
+def test_stream_max_tokens_argument_overrides_the_setting(server: OpenAIServer) -> None:
+    reply_with(server, "ok")
+    list(chat_for(server, max_tokens=800).stream(USER, max_tokens=7))
+    assert chat_requests(server)[0].body["max_tokens"] == 7
+
+
+# --- 2. which model ----------------------------------------------------------------------
+
+
+def test_the_only_model_a_server_lists_is_used(server: OpenAIServer) -> None:
+    serve_models(server, "llama3.2:3b")
+    reply_with(server, "Yes.")
+    chat = chat_for(server, model="")
+    assert chat.complete(USER) == "Yes."
+    assert chat.model == "llama3.2:3b"
+    assert [r.path for r in server.requests] == [MODELS, CHAT]
+    assert chat_requests(server)[0].body["model"] == "llama3.2:3b"
+
+
+def test_two_listed_models_ask_for_askmd_llm_model(server: OpenAIServer) -> None:
+    serve_models(server, "qwen", "llama")
+    reply_with(server, "never sent")
+    chat = chat_for(server, model="")
+    with pytest.raises(AskmdError) as caught:
+        list(chat.stream(USER))
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "ASKMD_LLM_MODEL" in message
+    assert message.endswith("It serves: llama, qwen.")
+    assert chat_requests(server) == []
+
+
+def test_a_server_without_a_model_list_asks_for_askmd_llm_model(server: OpenAIServer) -> None:
+    chat = chat_for(server, model="")  # no /v1/models route: 404
+    with pytest.raises(AskmdError, match="Set ASKMD_LLM_MODEL to a model the server"):
+        list(chat.stream(USER))
+
+
+# --- 3. every failure is one line --------------------------------------------------------
+
+
+def _error_of(chat: Chat) -> str:
+    with pytest.raises(AskmdError) as caught:
+        list(chat.stream(USER))
+    message = str(caught.value)
+    assert "\n" not in message, message
+    assert message == message.strip() and message
+    return message
+
+
+LLAMA_CPP_CONTEXT = (
+    "request (5031 tokens) exceeds the available context size (4096 tokens), try increasing it"
+)
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "words"),
+    [
+        (401, None, ["refused the API key (401)", "OPENAI_API_KEY"]),
+        (403, None, ["denied access (403)", "OPENAI_API_KEY", "'m1'"]),
+        (404, None, ["does not know the model 'm1' (404)", "ASKMD_LLM_MODEL"]),
+        (429, None, ["rate-limiting", "(429)", "Wait a minute"]),
+        (500, None, ["failed (500)", "forced 500", "Try again"]),
+        (503, None, ["failed (503)", "Try again"]),
+        (400, {"error": {"message": "bad temperature", "code": None}}, ["rejected", "(400)"]),
+        (
+            400,
+            {
+                "error": {
+                    "message": "This model's maximum context length is 8192 tokens.",
+                    "type": "invalid_request_error",
+                    "param": "messages",
+                    "code": "context_length_exceeded",
+                }
+            },
+            ["do not fit the model's context (400", "ASKMD_TOP_K"],
+        ),
+        (
+            400,
+            {
+                "error": {
+                    "code": 400,
+                    "message": LLAMA_CPP_CONTEXT,
+                    "type": "exceed_context_size_error",
+                    "n_prompt_tokens": 5031,
+                    "n_ctx": 4096,
+                }
+            },
+            ["do not fit the model's context (400", "5031 tokens", "ASKMD_TOP_K"],
+        ),
+    ],
+    ids=[
+        "401",
+        "403",
+        "404",
+        "429",
+        "500",
+        "503",
+        "400",
+        "openai-context",
+        "llamacpp-context",
+    ],
+)
+def test_an_error_status_is_one_line(
+    server: OpenAIServer, status: int, body: dict | None, words: list[str]
+) -> None:
+    reply_with(server, "never shown")
+    server.force(CHAT, status, body)
+    message = _error_of(chat_for(server))
+    assert message.startswith(("the LLM server at " + server.url, "the question and its sources"))
+    for word in words:
+        assert word in message, message
+    assert "tried" not in message  # max_retries=0: one try
+    assert len(chat_requests(server)) == 1
+
+
+def test_a_rate_limit_then_success_is_retried_before_any_token(server: OpenAIServer) -> None:
+    reply_with(server, "Port 8420 [1].")
+    server.force(CHAT, 429, headers=FAST_RETRY)
+    chat = chat_for(server, max_retries=1)
+    assert "".join(chat.stream(USER)) == "Port 8420 [1]."
+    assert len(chat_requests(server)) == 2
+
+
+def test_rate_limited_on_every_try_says_how_many(server: OpenAIServer) -> None:
+    server.force(CHAT, 429, times=2, headers=FAST_RETRY)
+    message = _error_of(chat_for(server, max_retries=1))
+    assert "(429) (tried 2 times)" in message
+    assert len(chat_requests(server)) == 2
+
+
+def test_a_silent_server_is_a_timeout(server: OpenAIServer) -> None:
+    reply_with(server, "too late")
+    server.force(CHAT, delay=2.0)
+    started = time.perf_counter()
+    message = _error_of(chat_for(server, timeout=0.3))
+    assert time.perf_counter() - started < 1.5  # it gave up, well before the reply came
+    assert message.startswith(f"the LLM server at {server.url} did not answer within 0.3 s.")
+    assert "ASKMD_LLM_TIMEOUT" in message
+
+
+def test_a_stream_that_stalls_after_some_tokens_is_a_timeout(server: OpenAIServer) -> None:
+    def stalling(body: dict) -> Iterable[dict]:
+        chunks = sse_chunks("Hello there", body["model"])
+        yield chunks[0]
+        time.sleep(1.0)
+        yield from chunks[1:]
+
+    server.routes[CHAT] = stalling
+    got: list[str] = []
+    with pytest.raises(AskmdError, match="did not answer within 0.3 s"):
+        for piece in chat_for(server, timeout=0.3, max_retries=2).stream(USER):
+            got.append(piece)
+    assert got == ["Hell"]
+    assert len(chat_requests(server)) == 1  # nothing is resent once a token was shown
+
+
+def test_connection_refused_is_one_line() -> None:
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    message = _error_of(Chat(url, "k", "m1", max_retries=0))
+    assert message == f"cannot reach the LLM server at {url}. Is it running? Check OPENAI_BASE_URL."
+
+
+def test_a_stream_line_that_is_not_json_is_one_line(server: OpenAIServer) -> None:
+    def broken(body: dict) -> Iterable[dict | bytes]:
+        yield sse_chunks("Port", body["model"])[0]
+        yield b"data: <html>502 Bad Gateway</html>\n\n"
+
+    server.routes[CHAT] = broken
+    got: list[str] = []
+    with pytest.raises(AskmdError) as caught:
+        for piece in chat_for(server, max_retries=2).stream(USER):
+            got.append(piece)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(f"the LLM server at {server.url} sent a reply that is not an")
+    assert "OpenAI-style stream" in message and message.endswith("Check OPENAI_BASE_URL.")
+    assert got == ["Port"]
+    assert len(chat_requests(server)) == 1
+
+
+def test_a_server_that_does_not_stream_is_not_an_empty_answer(server: OpenAIServer) -> None:
+    server.routes[CHAT] = lambda body: {
+        "id": "c1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": body["model"],
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "Port 8420 [1]."},
+                "finish_reason": "stop",
+            }
+        ],
+    }
+    try:
+        text = chat_for(server).complete(USER)
+    except AskmdError as exc:  # saying so is as good as using the reply
+        assert "\n" not in str(exc)
+    else:
+        assert text == "Port 8420 [1]."  # today: ""
+
+
+# --- the real program: a tiny knowledge folder, embeddings from the same server ----------
+
+NOTES = {
+    "guides/ports.md": (
+        "# Ports\n\nThe API listens on port 8420.\n\n## Metrics\n\nMetrics are on 9420.\n"
+    ),
+    "bread.md": "# Bread\n\nFeed the starter daily.\n",
+}
+K = ("-k", "3")  # every chunk of NOTES: which one ranks first is up to the scripted vectors
+SYNC_LINE = re.compile(r"^(indexed: .* chunks in the index|index up to date: .* chunks) \(")
+
+
+def write_notes(folder: Path, notes: dict[str, str]) -> Path:
+    for name, text in notes.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Indexed once for the module; the chat route changes from test to test."""
+    return write_notes(tmp_path_factory.mktemp("ask") / "kb", NOTES)
+
+
+def llm_env(server: OpenAIServer, **extra: str) -> dict[str, str]:
+    return {
+        "ASKMD_EMBEDDING_BACKEND": "openai",
+        "ASKMD_EMBEDDING_MODEL": "test-embed",
+        "OPENAI_BASE_URL": server.url,
+        "OPENAI_API_KEY": "k",
+        "ASKMD_LLM_MODEL": "m1",
+        **extra,
+    }
+
+
+def where(kb: Path) -> tuple[str, ...]:
+    return ("--knowledge", str(kb), "--index-dir", str(kb.parent / "ix"))
+
+
+def label(ref: dict) -> str:
+    """How a source is named in the prompt and in the reference list."""
+    chain = f" › {ref['heading_chain']}" if ref["heading_chain"] else ""
+    return f"{ref['source']}{chain} (lines {ref['line_start']}–{ref['line_end']})"
+
+
+_SOURCE_HEAD = re.compile(r"^\[(\d+)\] (.+ \(lines \d+–\d+\))$", re.M)
+
+
+def prompt_sources(request: Request) -> dict[int, tuple[str, str]]:
+    """{n: (label, passage)} of the numbered sources in an answer request."""
+    user = request.body["messages"][1]["content"]
+    assert user.startswith("Sources:\n\n")
+    sources = user[len("Sources:\n\n") : user.rindex("\n\nQuestion: ")]
+    heads = list(_SOURCE_HEAD.finditer(sources))
+    out = {}
+    for head, following in zip(heads, heads[1:] + [None], strict=True):
+        end = following.start() if following else len(sources)
+        out[int(head.group(1))] = (head.group(2), sources[head.end() + 1 : end].strip())
+    return out
+
+
+def only_sentence(passage: str) -> str:
+    """The one prose line of a NOTES passage (the rest is its heading)."""
+    (line,) = [ln for ln in passage.splitlines() if ln.strip() and not ln.startswith("#")]
+    return line
+
+
+def ask_json(run_rag, kb: Path, server: OpenAIServer, question: str) -> dict:
+    result = run_rag(*where(kb), "ask", question, *K, "--json", **llm_env(server))
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def assert_references_are_real(data: dict, kb: Path, request: Request) -> None:
+    """Each reference names the [n] source of the prompt and quotes its file verbatim."""
+    sources = prompt_sources(request)
+    assert [r["n"] for r in data["references"]] == data["citations"]
+    for ref in data["references"]:
+        assert set(ref) == {"n", "source", "heading_chain", "line_start", "line_end", "text"}
+        assert label(ref) == sources[ref["n"]][0]
+        on_disk = (kb / ref["source"]).read_text(encoding="utf-8")
+        assert ref["text"] and ref["text"] in on_disk
+        lines = on_disk.split("\n")[ref["line_start"] - 1 : ref["line_end"]]
+        assert ref["text"] in "\n".join(lines)
+
+
+# --- 4. ask --json -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reply", "answer", "citations", "invalid"),
+    [
+        ("Port 8420 [1]. Metrics on 9420 [2].", "Port 8420 [1]. Metrics on 9420 [2].", [1, 2], []),
+        ("Port 8420 [1][9]. Daily [9].", "Port 8420 [1]. Daily.", [1], [9]),
+        ("Port 8420 [1][1]. Still 8420 [1].", "Port 8420 [1]. Still 8420 [1].", [1], []),
+        ("Metrics 【2】. Port 【1】.", "Metrics [2]. Port [1].", [2, 1], []),
+        ("Both ports [1-2].", "Both ports [1][2].", [1, 2], []),
+        ("The notes do not say.", "The notes do not say.", [], []),
+    ],
+    ids=["valid", "out-of-range", "repeated", "full-width", "range", "uncited"],
+)
+def test_ask_json_checks_the_citations(
+    run_rag, kb: Path, server: OpenAIServer, reply, answer, citations, invalid
+) -> None:
+    reply_with(server, reply)
+    data = ask_json(run_rag, kb, server, "Which ports are used?")
+
+    assert list(data) == [
+        "question",
+        "answer",
+        "mode",
+        "citations",
+        "invalid_citations",
+        "references",
+        "retrieval_ms",
+        "generation_ms",
+    ]
+    assert data["question"] == "Which ports are used?"
+    assert data["mode"] == "llm"
+    assert data["answer"] == answer
+    assert data["citations"] == citations
+    assert data["invalid_citations"] == invalid
+    assert data["retrieval_ms"] >= 0 and data["generation_ms"] >= 0
+    (request,) = chat_requests(server)
+    assert_references_are_real(data, kb, request)
+    if not citations:
+        assert data["references"] == []
+
+
+def test_ask_sends_the_system_prompt_the_numbered_sources_and_the_question(
+    run_rag, kb: Path, server: OpenAIServer
+) -> None:
+    reply_with(server, "Port 8420 [1].")
+    ask_json(run_rag, kb, server, "What port does the API use?")
+    (request,) = chat_requests(server)
+    system, user = request.body["messages"]
+    assert system == {"role": "system", "content": SYSTEM_PROMPT}
+    assert user["role"] == "user"
+    assert user["content"].endswith("\n\nQuestion: What port does the API use?")
+    assert "In this conversation" not in user["content"]
+    sources = prompt_sources(request)
+    assert sorted(sources) == [1, 2, 3]
+    assert {only_sentence(text) for _, text in sources.values()} == {
+        "The API listens on port 8420.",
+        "Metrics are on 9420.",
+        "Feed the starter daily.",
+    }
+    for source_label, text in sources.values():
+        source = source_label.split(" › ")[0]
+        assert text in NOTES[source]
+    # The question was embedded as it was asked: no conversation, no rewrite.
+    queries = [r.body["input"] for r in server.requests if r.path == "/v1/embeddings"]
+    assert queries[-1] == ["What port does the API use?"]
+    assert request.body["model"] == "m1" and request.body["stream"] is True
+
+
+def test_the_quoted_fragment_is_verbatim_also_for_a_code_only_section(
+    run_rag, tmp_path: Path, server: OpenAIServer
+) -> None:
+    notes = {
+        "setup.md": "# Setup\n\nRun the installer once.\n",
+        "install.md": "# Install\n\n```\npip install askmd\n```\n",  # no prose sentence
+    }
+    folder = write_notes(tmp_path / "kb", notes)
+    reply_with(server, "Run the installer [1]. Install it with pip [2].")
+    result = run_rag(
+        *where(folder), "ask", "How to install?", "-k", "2", "--json", **llm_env(server)
+    )
+    assert result.returncode == 0, result.stderr
+    refs = {r["source"]: r["text"] for r in json.loads(result.stdout)["references"]}
+    assert refs == {
+        "setup.md": "Run the installer once.",
+        "install.md": "# Install\n\n```\npip install askmd\n```",  # the passage itself
+    }
+
+
+# --- 5. ask, human output ----------------------------------------------------------------
+
+
+def test_ask_prints_the_checked_answer_and_the_references(
+    run_rag, kb: Path, server: OpenAIServer
+) -> None:
+    reply_with(server, "Port 8420 [1]. Metrics on 9420 [2][9].")
+    result = run_rag(*where(kb), "ask", "Which ports?", *K, **llm_env(server))
+    assert result.returncode == 0, result.stderr
+
+    sources = prompt_sources(chat_requests(server)[0])
+    assert result.stdout.splitlines() == [
+        "Port 8420 [1]. Metrics on 9420 [2].",
+        "",
+        f"[1] {sources[1][0]}",
+        f'    "{only_sentence(sources[1][1])}"',
+        f"[2] {sources[2][0]}",
+        f'    "{only_sentence(sources[2][1])}"',
+    ]
+    sync, *rest = result.stderr.splitlines()
+    assert SYNC_LINE.match(sync), sync
+    assert rest == ["warning: the answer cited [9], but there were only 3 sources; removed"]
+
+
+def test_ask_warns_when_the_answer_cites_nothing(run_rag, kb: Path, server: OpenAIServer) -> None:
+    reply_with(server, "The notes do not say.")
+    result = run_rag(*where(kb), "ask", "Who wrote them?", *K, **llm_env(server))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "The notes do not say.\n"
+    assert result.stderr.splitlines()[1:] == [
+        "warning: the answer cites none of the sources; check it against them (/sources)"
+    ]
+
+
+# --- 6. ask fails in one line ------------------------------------------------------------
+
+
+def assert_one_error_line(result: subprocess.CompletedProcess, start: str) -> str:
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    sync, *rest = result.stderr.splitlines()
+    assert SYNC_LINE.match(sync), sync
+    assert len(rest) == 1, result.stderr
+    (line,) = rest
+    assert line.startswith("error: " + start), line
+    assert result.stdout == ""
+    return line
+
+
+@pytest.mark.parametrize(
+    ("status", "times", "words"),
+    [
+        (401, 1, ["refused the API key (401)", "OPENAI_API_KEY"]),
+        (500, 3, ["failed (500) (tried 3 times): forced 500", "Try again"]),
+    ],
+    ids=["401", "500"],
+)
+def test_ask_with_a_failing_llm_is_one_error_line(
+    run_rag, kb: Path, server: OpenAIServer, status: int, times: int, words: list[str]
+) -> None:
+    reply_with(server, "never shown")
+    server.force(CHAT, status, times=times, headers=FAST_RETRY)
+    result = run_rag(*where(kb), "ask", "Which ports?", *K, **llm_env(server))
+    line = assert_one_error_line(result, f"the LLM server at {server.url} ")
+    for word in words:
+        assert word in line
+    assert len(chat_requests(server)) == times
+
+
+def test_ask_with_an_unreachable_llm_is_one_error_line(run_rag, tmp_path: Path) -> None:
+    # Local embeddings, so that only the chat model is unreachable.
+    folder = write_notes(tmp_path / "kb", {"bread.md": NOTES["bread.md"]})
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    env = {"OPENAI_BASE_URL": url, "ASKMD_LLM_MODEL": "m1"}
+    result = run_rag(*where(folder), "ask", "How often to feed it?", **env)
+    line = assert_one_error_line(result, f"cannot reach the LLM server at {url} (tried 3 times).")
+    assert line.endswith("Check OPENAI_BASE_URL.")
+
+
+# --- 7. no LLM: quoted from the notes ----------------------------------------------------
+
+LOCAL_NOTES = {
+    "ports.md": "# Ports\n\nThe API listens on port 8420.\n\nMetrics are served on port 9420.\n",
+    "bread.md": "# Bread\n\nFeed the sourdough starter daily.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def local_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_notes(tmp_path_factory.mktemp("local") / "kb", LOCAL_NOTES)
+
+
+def test_extractive_json_quotes_the_notes(run_rag, local_kb: Path) -> None:
+    result = run_rag(*where(local_kb), "ask", "Which port does the API listen on?", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["mode"] == "extractive"
+    assert data["invalid_citations"] == []
+    assert data["citations"] == [r["n"] for r in data["references"]]
+    assert data["citations"]
+    lines = data["answer"].splitlines()
+    assert lines and all(re.fullmatch(r"- .+ \[\d+\]", line) for line in lines), lines
+    cited_in_text = [int(n) for line in lines for n in re.findall(r"\[(\d+)\]$", line)]
+    assert list(dict.fromkeys(cited_in_text)) == data["citations"]
+    assert "- The API listens on port 8420. [" in data["answer"]
+    for ref in data["references"]:
+        assert ref["text"] in LOCAL_NOTES[ref["source"]]
+        assert f"- {ref['text']} [{ref['n']}]" in lines
+
+
+def test_extractive_human_output_ends_with_the_hint(run_rag, local_kb: Path) -> None:
+    result = run_rag(*where(local_kb), "ask", "Which port does the API listen on?")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.splitlines()
+    assert out[0].startswith("- ") and "" in out
+    references = out[out.index("") + 1 :]
+    assert references and re.fullmatch(r"\[\d+\] \S+\.md › .+ \(lines \d+–\d+\)", references[0])
+    hint = result.stderr.splitlines()[-1]
+    assert hint == ENABLE_GENERATION
+    assert "OPENAI_API_KEY" in hint and "http://localhost:11434/v1" in hint
+
+
+# --- 8. the REPL, piped ------------------------------------------------------------------
+
+REWRITE = "On which port are the metrics served?"
+ANSWER = "Port 8420 [1]."
+
+
+def repl(kb: Path, server: OpenAIServer, stdin: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "rag.py"), *where(kb)],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=clean_env(**llm_env(server, ASKMD_TOP_K="3")),
+        cwd=kb.parent,
+        timeout=60,
+    )
+
+
+def systems(server: OpenAIServer) -> list[str]:
+    return [r.body["messages"][0]["content"] for r in chat_requests(server)]
+
+
+def answer_block(request: Request, answer: str = ANSWER) -> list[str]:
+    """What the REPL prints for ANSWER given the sources of its request."""
+    source_label, passage = prompt_sources(request)[1]
+    return [answer, "", f"[1] {source_label}", f'    "{only_sentence(passage)}"']
+
+
+def test_repl_rewrites_a_follow_up_and_answers_with_it(kb: Path, server: OpenAIServer) -> None:
+    converse(server, f'"{REWRITE}"', ANSWER)
+    stdin = "What port does the API use?\nAnd the metrics?\n/sources\n/quit\n"
+    result = repl(kb, server, stdin)
+    assert result.returncode == 0, result.stderr
+    assert [SYNC_LINE.match(line) is not None for line in result.stderr.splitlines()] == [True]
+
+    first, rewrite, second = chat_requests(server)
+    assert systems(server) == [SYSTEM_PROMPT, REWRITE_PROMPT, SYSTEM_PROMPT]
+    asked = rewrite.body["messages"][1]["content"]
+    conversation, last, prompt = asked.split("\n\n")
+    said = conversation.splitlines()
+    assert said[:2] == ["Conversation:", "User: What port does the API use?"]
+    assert said[2].startswith("Assistant: Port 8420") and "[1]" not in said[2]  # citations cut
+    assert (last, prompt) == ("Last question: And the metrics?", "Rewritten question:")
+    assert rewrite.body["max_tokens"] == 100
+    assert first.body["messages"][1]["content"].endswith("Question: What port does the API use?")
+    assert second.body["messages"][1]["content"].endswith(
+        f"Question: And the metrics?\n(In this conversation that means: {REWRITE})"
+    )
+    # The follow-up was searched with the rewrite, not with its own words.
+    queries = [r.body["input"] for r in server.requests if r.path == "/v1/embeddings"]
+    assert queries[-2:] == [["What port does the API use?"], [REWRITE]]
+
+    out = result.stdout.splitlines()
+    assert out[:8] == answer_block(first) + answer_block(second)
+    # /sources: every chunk retrieved for the last answer, best first, as in its prompt.
+    listed = [m.groups() for m in map(re.compile(r"^\[(\d)\] -?\d\.\d{3} (.+)$").match, out) if m]
+    labels = {n: source_label for n, (source_label, _) in prompt_sources(second).items()}
+    assert [(int(n), name) for n, name in listed] == sorted(labels.items())
+    for _, passage in prompt_sources(second).values():
+        assert any(only_sentence(passage) in line for line in out[8:])
+
+
+def test_repl_clear_forgets_the_conversation(kb: Path, server: OpenAIServer) -> None:
+    converse(server, REWRITE, ANSWER)
+    stdin = "What port does the API use?\n/clear\nAnd the metrics?\n"
+    result = repl(kb, server, stdin)
+    assert result.returncode == 0, result.stderr
+    assert systems(server) == [SYSTEM_PROMPT, SYSTEM_PROMPT]  # no rewrite after /clear
+    first, second = chat_requests(server)
+    assert second.body["messages"][1]["content"].endswith("\n\nQuestion: And the metrics?")
+    queries = [r.body["input"] for r in server.requests if r.path == "/v1/embeddings"]
+    assert queries[-1] == ["And the metrics?"]
+    assert result.stdout.splitlines() == [
+        *answer_block(first),
+        "conversation cleared",
+        *answer_block(second),
+    ]
+
+
+def test_repl_sources_before_any_answer_is_an_error_line(kb: Path, server: OpenAIServer) -> None:
+    result = repl(kb, server, "/sources\n")
+    assert result.returncode == 0
+    assert result.stderr.splitlines()[1:] == ["error: no answer yet: ask a question first"]
+    assert chat_requests(server) == []
+
+
+def test_repl_carries_on_after_an_llm_error(kb: Path, server: OpenAIServer) -> None:
+    converse(server, REWRITE, ANSWER)
+    server.force(CHAT, 500, times=3, headers=FAST_RETRY)  # the client tries three times
+    result = repl(kb, server, "What port does the API use?\nWhat port does the API use?\n")
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    sync, *rest = result.stderr.splitlines()
+    assert SYNC_LINE.match(sync)
+    assert rest == [
+        f"error: the LLM server at {server.url} failed (500) (tried 3 times): forced 500. "
+        "Try again; if it persists, check the server's log."
+    ]
+    # The failed question left no trace in the conversation: the next one is not rewritten.
+    assert systems(server) == [SYSTEM_PROMPT] * 4
+    assert result.stdout.splitlines() == answer_block(chat_requests(server)[-1])
