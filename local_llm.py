@@ -34,8 +34,10 @@ class LocalServer:
 
 
 def default_threads() -> int:
-    """Half the cores: llama.cpp's spinning threads fight the rest of askmd for the others."""
-    return max(1, (os.cpu_count() or 2) // 2)
+    """Every core: askmd computes nothing while the model writes. Measured on 2 idle cores,
+    SmolLM2 reached its first token 1.8x sooner with 2 threads than with 1 (BENCHMARKS.md);
+    on a machine busy with other work, fewer threads (ASKMD_LOCAL_THREADS) do better."""
+    return max(1, os.cpu_count() or 1)
 
 
 def start(model_path: Path, *, threads: int = 0, context: int = 4096) -> LocalServer:

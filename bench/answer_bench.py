@@ -9,7 +9,7 @@
 2. The same through a real HTTP round trip: an OpenAI-compatible server on 127.0.0.1
    that streams a canned reply at once, so what is measured is everything but the model
    (search, prompt, the openai client, HTTP, SSE parsing) up to the first piece.
-3. With --gguf: end to end with that model served in-process by llama.cpp (1 thread):
+3. With --gguf: end to end with that model served in-process by llama.cpp (--threads):
    time to first token and to the whole answer, and the answer's length.
 """
 
@@ -104,6 +104,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="passes over the questions")
     parser.add_argument("--gguf", help="also measure end to end with this model")
     parser.add_argument("-k", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads")
     args = parser.parse_args()
     questions = QUESTIONS
     if args.questions:
@@ -140,7 +141,7 @@ def main() -> None:
         import local_llm
 
         started = time.perf_counter()
-        local = local_llm.start(Path(args.gguf), threads=1, context=4096)
+        local = local_llm.start(Path(args.gguf), threads=args.threads, context=4096)
         print(f"# model loaded in {time.perf_counter() - started:.2f} s", flush=True)
         chat = Chat(local.url, local.api_key, local.model, temperature=0, max_tokens=200)
         firsts, totals = [], []
