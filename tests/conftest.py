@@ -63,3 +63,32 @@ def smollm2_gguf() -> Path:
 @pytest.fixture(scope="session")
 def gguf() -> Path:
     return smollm2_gguf()
+
+
+# A tiny knowledge folder that many tests share: two files, three chunks.
+NOTES = {
+    "guides/ports.md": (
+        "# Ports\n\nThe API listens on port 8420.\n\n## Metrics\n\nMetrics are on 9420.\n"
+    ),
+    "bread.md": "# Bread\n\nFeed the starter daily.\n",
+}
+
+# The fields of `ask --json`, in order; other programs read them.
+ASK_JSON_FIELDS = [
+    "question",
+    "answer",
+    "mode",
+    "citations",
+    "invalid_citations",
+    "references",
+    "retrieval_ms",
+    "generation_ms",
+]
+
+
+def write_notes(folder: Path, notes: dict[str, str]) -> Path:
+    """Write {relative path: text} under `folder` and return it."""
+    for name, text in notes.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import answer
 from answer import CitationCheck, Reference, Turn, check_citations
 from retriever import Hit
+from tests.conftest import ASK_JSON_FIELDS
 
 
 def hit(
@@ -576,16 +577,7 @@ def test_ask_extractive() -> None:
     assert result.hits == [OPS, API]
     assert result.retrieval_ms >= 0 and result.generation_ms >= 0
     data = result.to_json()
-    assert list(data) == [
-        "question",
-        "answer",
-        "mode",
-        "citations",
-        "invalid_citations",
-        "references",
-        "retrieval_ms",
-        "generation_ms",
-    ]
+    assert list(data) == ASK_JSON_FIELDS
     assert data["references"] == [r.to_json() for r in result.references]
     assert data["answer"] == result.text
 

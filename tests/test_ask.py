@@ -18,7 +18,7 @@ import pytest
 from answer import ENABLE_GENERATION, REWRITE_PROMPT, SYSTEM_PROMPT
 from errors import AskmdError
 from llm import Chat
-from tests.conftest import ROOT, clean_env
+from tests.conftest import ASK_JSON_FIELDS, NOTES, ROOT, clean_env, write_notes
 from tests.openai_server import OpenAIServer, Request
 
 CHAT = "/v1/chat/completions"
@@ -332,21 +332,8 @@ def test_a_server_that_does_not_stream_is_not_an_empty_answer(server: OpenAIServ
 
 # --- the real program: a tiny knowledge folder, embeddings from the same server ----------
 
-NOTES = {
-    "guides/ports.md": (
-        "# Ports\n\nThe API listens on port 8420.\n\n## Metrics\n\nMetrics are on 9420.\n"
-    ),
-    "bread.md": "# Bread\n\nFeed the starter daily.\n",
-}
 K = ("-k", "3")  # every chunk of NOTES: which one ranks first is up to the scripted vectors
 SYNC_LINE = re.compile(r"^(indexed: .* chunks in the index|index up to date: .* chunks) \(")
-
-
-def write_notes(folder: Path, notes: dict[str, str]) -> Path:
-    for name, text in notes.items():
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text(text, encoding="utf-8")
-    return folder
 
 
 @pytest.fixture(scope="module")
@@ -438,16 +425,7 @@ def test_ask_json_checks_the_citations(
     reply_with(server, reply)
     data = ask_json(run_rag, kb, server, "Which ports are used?")
 
-    assert list(data) == [
-        "question",
-        "answer",
-        "mode",
-        "citations",
-        "invalid_citations",
-        "references",
-        "retrieval_ms",
-        "generation_ms",
-    ]
+    assert list(data) == ASK_JSON_FIELDS
     assert data["question"] == "Which ports are used?"
     assert data["mode"] == "llm"
     assert data["answer"] == answer

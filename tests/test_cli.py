@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, clean_env
+from tests.conftest import NOTES, ROOT, clean_env, write_notes
 from tests.openai_server import OpenAIServer
 
 SAMPLE = ROOT / "knowledge"
@@ -128,14 +128,7 @@ def embed_server():
 
 @pytest.fixture
 def kb(tmp_path: Path) -> Path:
-    folder = tmp_path / "kb"
-    (folder / "guides").mkdir(parents=True)
-    (folder / "guides/ports.md").write_text(
-        "# Ports\n\nThe API listens on port 8420.\n\n## Metrics\n\nMetrics are on 9420.\n",
-        encoding="utf-8",
-    )
-    (folder / "bread.md").write_text("# Bread\n\nFeed the starter daily.\n", encoding="utf-8")
-    return folder
+    return write_notes(tmp_path / "kb", NOTES)
 
 
 def _index_env(server: OpenAIServer) -> dict[str, str]:

@@ -25,7 +25,7 @@ import local_llm
 from errors import AskmdError
 from llm import Chat
 from retriever import Hit
-from tests.conftest import ROOT, clean_env
+from tests.conftest import NOTES, ROOT, clean_env, write_notes
 from tests.openai_server import OpenAIServer
 
 COUNT = [{"role": "user", "content": "Count from 1 to 100, separated by commas."}]
@@ -276,14 +276,7 @@ def embed_server() -> Iterator[OpenAIServer]:
 
 @pytest.fixture(scope="module")
 def kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("notes") / "kb"
-    (folder / "guides").mkdir(parents=True)
-    (folder / "guides/ports.md").write_text(
-        "# Ports\n\nThe API listens on port 8420.\n\n## Metrics\n\nMetrics are on 9420.\n",
-        encoding="utf-8",
-    )
-    (folder / "bread.md").write_text("# Bread\n\nFeed the starter daily.\n", encoding="utf-8")
-    return folder
+    return write_notes(tmp_path_factory.mktemp("notes") / "kb", NOTES)
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, clean_env, missing
+from tests.conftest import NOTES, ROOT, clean_env, missing, write_notes
 from tests.openai_server import OpenAIServer
 
 try:
@@ -166,13 +166,8 @@ def askmd_env(server: OpenAIServer) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("notes") / "kb"
-    (folder / "guides").mkdir(parents=True)
-    (folder / "guides/ports.md").write_text(
-        "# Ports\n\nThe API listens on port 8420.\n\n## Metrics\n\nMetrics are on 9420.\n",
-        encoding="utf-8",
-    )
-    return folder
+    ports = {"guides/ports.md": NOTES["guides/ports.md"]}
+    return write_notes(tmp_path_factory.mktemp("notes") / "kb", ports)
 
 
 @pytest.fixture(scope="module")
