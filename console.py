@@ -181,6 +181,26 @@ def show_debug(hits, query: str) -> None:
     out.print(table)
 
 
+def show_eval(report, verbose: bool = False) -> None:
+    """The metrics, and with --verbose each query whose relevant file was not found."""
+    out.print(f"[bold]{report.queries}[/] queries, files ranked by their best chunk, k={report.k}")
+    metrics = report.to_json()
+    for name in ("hit@1", "hit@5", "hit@10", "recall@10", "mrr@10"):
+        out.print(f"{name:<10} {metrics[name]:.3f}")
+    out.print(
+        f"[dim]search latency p50 {report.latency_p50:.1f} ms, "
+        f"p95 {report.latency(0.95):.1f} ms; {len(report.misses)} misses[/]"
+    )
+    if verbose:
+        for miss in report.misses:
+            out.print(
+                f"[yellow]miss[/] {escape(miss.id)}: {escape(miss.query)}\n"
+                f"     wanted {escape(', '.join(miss.relevant))}; "
+                f"got {escape(', '.join(miss.found) or 'nothing')}",
+                soft_wrap=True,
+            )
+
+
 def status(message: str):
     """A spinner on a terminal while something slow happens; nothing when piped."""
     if err.is_terminal:

@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Protocol
 
 import chunker
 import notes
+import terms
 from errors import AskmdError
-from manifest import FileRecord, Manifest, now, prepare_index_dir
+from manifest import ChunkRow, FileRecord, Manifest, now, prepare_index_dir
 from settings import Settings
 from store import Store, chunk_metadata
 
@@ -83,7 +84,7 @@ def embedder_id(settings: Settings) -> str:
 
 def fingerprint(settings: Settings) -> str:
     return (
-        f"embedder={embedder_id(settings)};chunker={chunker.VERSION};"
+        f"embedder={embedder_id(settings)};chunker={chunker.VERSION};terms={terms.VERSION};"
         f"size={settings.chunk_size};overlap={settings.chunk_overlap}"
     )
 
@@ -362,15 +363,15 @@ def _store_group(w: _Writer, group: list[tuple[str, notes.Note, list[chunker.Chu
         np.stack([vectors[h] for h in hashes]) if chunks else np.zeros((0, 1), dtype=np.float32),
     )
     records = []
-    by_source: dict[str, list[tuple[str, str]]] = {}
-    for c, h in zip(chunks, hashes, strict=True):
-        by_source.setdefault(c.source, []).append((c.id, h))
+    by_source: dict[str, list[ChunkRow]] = {}
+    for c, h, text in zip(chunks, hashes, texts, strict=True):
+        by_source.setdefault(c.source, []).append(ChunkRow(c.id, h, terms.content_terms(text)))
     for source, note, cs in group:
         state = w.current[source]
         rec = FileRecord(source, note.md5, state.size, state.mtime_ns, len(cs))
         records.append((rec, by_source.get(source, [])))
         if source in w.known:
             old = set(manifest.chunk_hashes(source))
-            report.chunks_deleted += len(old - {h for _, h in by_source.get(source, [])})
+            report.chunks_deleted += len(old - {r.text_hash for r in by_source.get(source, [])})
     manifest.record(records)
     progress.advance(files=len(group))

@@ -1,5 +1,5 @@
-"""The local record of what is indexed: per-file hashes, chunk ids, the folder's gate hash
-and the embedding cache, in one SQLite file inside the index folder.
+"""The local record of what is indexed: per-file hashes, chunk ids, the folder's gate hash,
+the embedding cache and the keyword (BM25) postings, in one SQLite file in the index folder.
 
 It is what makes a sync cheap: a no-change run compares the gate hash here without
 opening Chroma, and an edit re-embeds only chunks whose text is not in the cache. A
@@ -9,8 +9,10 @@ that describe an older state, which the next run repairs. It never talks to Chro
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +34,14 @@ CREATE TABLE IF NOT EXISTS chunks (
     id TEXT PRIMARY KEY, source TEXT NOT NULL, text_hash TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_by_source ON chunks (source);
+CREATE TABLE IF NOT EXISTS documents (
+    doc INTEGER PRIMARY KEY, chunk TEXT NOT NULL UNIQUE, source TEXT NOT NULL,
+    length INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS documents_by_source ON documents (source);
+CREATE TABLE IF NOT EXISTS postings (
+    term TEXT NOT NULL, doc INTEGER NOT NULL, tf INTEGER NOT NULL, PRIMARY KEY (term, doc)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS embeddings (
     embedder TEXT NOT NULL, text_hash TEXT NOT NULL, vector BLOB NOT NULL,
     PRIMARY KEY (embedder, text_hash)
@@ -46,6 +56,13 @@ class FileRecord:
     size: int
     mtime_ns: int
     chunks: int
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    id: str
+    text_hash: str
+    terms: list[str]  # search terms of the chunk's embedded text (title and chain included)
 
 
 def prepare_index_dir(index_dir: Path) -> None:
@@ -98,19 +115,37 @@ class Manifest:
     def total_chunks(self) -> int:
         return self.db.execute("SELECT COALESCE(SUM(chunks), 0) FROM files").fetchone()[0]
 
-    def record(self, files: Iterable[tuple[FileRecord, list[tuple[str, str]]]]) -> None:
-        """Store files with their (chunk id, text hash) pairs, replacing what was there."""
+    def record(self, files: Iterable[tuple[FileRecord, list[ChunkRow]]]) -> None:
+        """Store files with their chunks (id, text hash, search terms), replacing what was
+        there: the keyword postings change in the same transaction as the file's hash."""
         with self._transaction():
             for rec, chunk_rows in files:
-                self.db.execute("DELETE FROM chunks WHERE source = ?", (rec.source,))
+                self._drop(rec.source)
                 self.db.execute(
                     "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)",
                     (rec.source, rec.md5, rec.size, rec.mtime_ns, rec.chunks),
                 )
                 self.db.executemany(
                     "INSERT OR REPLACE INTO chunks VALUES (?, ?, ?)",
-                    [(cid, rec.source, h) for cid, h in chunk_rows],
+                    [(row.id, rec.source, row.text_hash) for row in chunk_rows],
                 )
+                for row in chunk_rows:
+                    doc = self.db.execute(
+                        "INSERT INTO documents (chunk, source, length) VALUES (?, ?, ?)",
+                        (row.id, rec.source, len(row.terms)),
+                    ).lastrowid
+                    self.db.executemany(
+                        "INSERT INTO postings VALUES (?, ?, ?)",
+                        [(term, doc, tf) for term, tf in Counter(row.terms).items()],
+                    )
+
+    def _drop(self, source: str) -> None:
+        self.db.execute("DELETE FROM chunks WHERE source = ?", (source,))
+        self.db.execute(
+            "DELETE FROM postings WHERE doc IN (SELECT doc FROM documents WHERE source = ?)",
+            (source,),
+        )
+        self.db.execute("DELETE FROM documents WHERE source = ?", (source,))
 
     def chunk_hashes(self, source: str) -> list[str]:
         rows = self.db.execute("SELECT text_hash FROM chunks WHERE source = ?", (source,))
@@ -128,13 +163,48 @@ class Manifest:
         with self._transaction():
             for source in sources:
                 self.db.execute("DELETE FROM files WHERE source = ?", (source,))
-                self.db.execute("DELETE FROM chunks WHERE source = ?", (source,))
+                self._drop(source)
 
     def forget_all(self) -> None:
         with self._transaction():
-            self.db.execute("DELETE FROM files")
-            self.db.execute("DELETE FROM chunks")
+            for table in ("files", "chunks", "postings", "documents"):
+                self.db.execute(f"DELETE FROM {table}")
             self.db.execute("DELETE FROM meta WHERE key = 'gate'")
+
+    # --- keyword search ---------------------------------------------------------------
+
+    def keyword(self, terms: list[str], limit: int) -> list[tuple[str, float]]:
+        """BM25 (k1=1.2, b=0.75) of the indexed chunks for these terms: (chunk id, score),
+        best first. SQLite reads only the postings of the query's terms, so nothing has to
+        be loaded first and a big index answers as fast as a small one."""
+        unique = sorted(set(terms))
+        if not unique or limit <= 0:
+            return []
+        count, average = self.db.execute(
+            "SELECT COUNT(*), COALESCE(AVG(length), 0) FROM documents"
+        ).fetchone()
+        if not count:
+            return []
+        marks = ",".join("?" * len(unique))
+        frequency = dict(
+            self.db.execute(
+                f"SELECT term, COUNT(*) FROM postings WHERE term IN ({marks}) GROUP BY term",
+                unique,
+            )
+        )
+        weights = [(t, math.log(1 + (count - n + 0.5) / (n + 0.5))) for t, n in frequency.items()]
+        if not weights:
+            return []
+        values = ",".join("(?, ?)" for _ in weights)
+        rows = self.db.execute(
+            f"WITH q(term, idf) AS (VALUES {values}) "
+            "SELECT d.chunk, SUM(q.idf * p.tf * 2.2 / "
+            "(p.tf + 1.2 * (0.25 + 0.75 * d.length / ?))) AS score "
+            "FROM q JOIN postings p ON p.term = q.term JOIN documents d ON d.doc = p.doc "
+            "GROUP BY p.doc ORDER BY score DESC LIMIT ?",
+            [x for pair in weights for x in pair] + [max(average, 1.0), limit],
+        )
+        return [(chunk, float(score)) for chunk, score in rows]
 
     # --- embedding cache --------------------------------------------------------------
 

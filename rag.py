@@ -155,19 +155,32 @@ class Index:
     def show(self, report: indexer.SyncReport) -> None:
         console.show_sync(report, self.settings.knowledge_dir, self.settings.include)
 
-    def search(self, query: str, k: int) -> list[retriever.Hit]:
+    def search(
+        self,
+        query: str,
+        k: int,
+        mode: str = "hybrid",
+        filters: retriever.Filters | None = None,
+    ) -> list[retriever.Hit]:
         fp = indexer.fingerprint(self.settings)
         self.store.ensure_open({"embedder": self.embedder.id, "fingerprint": fp})
-        return retriever.search(query, self.embedder, self.store, k)
+        return retriever.search(
+            query, self.embedder, self.store, self.manifest, k, mode=mode, filters=filters
+        )
 
     def ask(
-        self, question: str, history: list[answer.Turn], k: int, stream: bool = True
+        self,
+        question: str,
+        history: list[answer.Turn],
+        k: int,
+        stream: bool = True,
+        filters: retriever.Filters | None = None,
     ) -> answer.Answer:
         """Answer one question; on a terminal the reply is shown as it streams."""
         return answer.ask(
             question,
             history,
-            lambda query: self.search(query, k),
+            lambda query: self.search(query, k, filters=filters),
             self.chat,
             show=console.stream_answer if stream else None,
         )
@@ -211,7 +224,7 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     report = index.sync()
     if not args.json:
         index.show(report)
-    hits = index.search(args.query, args.k or settings.top_k)
+    hits = index.search(args.query, args.k or settings.top_k, filters=_filters(args))
     if args.json:
         console.print_json({"query": args.query, "results": [h.to_json() for h in hits]})
     else:
@@ -225,12 +238,41 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     report = index.sync(show_progress=not args.json)
     if not args.json:
         index.show(report)
-    result = index.ask(args.question, [], args.k or settings.top_k, stream=not args.json)
+    k = args.k or settings.top_k
+    result = index.ask(args.question, [], k, stream=not args.json, filters=_filters(args))
     if args.json:
         console.print_json(result.to_json())
     else:
         console.show_answer(result)
     return 0
+
+
+def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
+    """Sync, then score retrieval on labelled queries (files ranked by their best chunk)."""
+    import evaluate
+
+    queries = evaluate.read_queries(Path(args.queries))
+    index = Index(settings)
+    report = index.sync(show_progress=not args.json)
+    if not args.json:
+        index.show(report)
+    result = evaluate.evaluate(
+        queries, lambda q, n: index.search(q, n, mode=args.retriever), k=args.k or 10
+    )
+    if args.json:
+        console.print_json(result.to_json())
+    else:
+        console.show_eval(result, verbose=args.verbose)
+    return 0
+
+
+def _filters(args: argparse.Namespace) -> retriever.Filters | None:
+    source, level = getattr(args, "source", None), getattr(args, "heading_level", None)
+    if not source and not level:
+        return None
+    if level is not None and not 1 <= level <= 4:
+        raise AskmdError(f"--heading-level {level}: give 1 to 4 (1 = only under H1 headings)")
+    return retriever.Filters(source=source or "", heading_level=level or 0)
 
 
 def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
@@ -344,6 +386,18 @@ def _enable_history(path: Path) -> None:
         pass
 
 
+def _add_filters(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--source", metavar="GLOB", help="only notes whose path matches, e.g. 'guides/**'"
+    )
+    command.add_argument(
+        "--heading-level",
+        type=int,
+        metavar="N",
+        help="only chunks under headings of level N or higher (1 = H1)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rag.py", description=DESCRIPTION)
     parser.add_argument(
@@ -390,6 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     search.add_argument("query", metavar="QUERY")
     search.add_argument("-k", type=int, metavar="N", help="how many results (ASKMD_TOP_K)")
+    _add_filters(search)
     search.add_argument("--json", action="store_true", help="print JSON")
     search.set_defaults(run=cmd_search)
 
@@ -403,8 +458,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ask.add_argument("question", metavar="QUESTION")
     ask.add_argument("-k", type=int, metavar="N", help="how many passages to use (ASKMD_TOP_K)")
+    _add_filters(ask)
     ask.add_argument("--json", action="store_true", help="print JSON")
     ask.set_defaults(run=cmd_ask)
+
+    evaluation = commands.add_parser(
+        "eval",
+        help="score retrieval on labelled queries (hit@k, recall@10, MRR@10)",
+        description="Sync the index, run every query of QUERIES.jsonl (lines of "
+        '{"id", "query", "relevant": [paths relative to the knowledge folder]}) and rank '
+        "files by their best chunk. Reports hit@1, hit@5, hit@10, recall@10 and MRR@10.",
+    )
+    evaluation.add_argument("queries", metavar="QUERIES.jsonl")
+    evaluation.add_argument("-k", type=int, metavar="N", help="files ranked per query (10)")
+    evaluation.add_argument(
+        "--retriever",
+        choices=retriever.MODES,
+        default="hybrid",
+        help="hybrid (default), dense or keyword only: to compare them",
+    )
+    evaluation.add_argument("--verbose", action="store_true", help="list the misses")
+    evaluation.add_argument("--json", action="store_true", help="print JSON")
+    evaluation.set_defaults(run=cmd_eval)
 
     stats = commands.add_parser(
         "stats", help="what is indexed", description="Files, chunks and embedder of the index."
@@ -420,7 +495,7 @@ def main(argv: list[str] | None = None) -> int:
         overrides = {
             "knowledge_dir": Path(args.knowledge) if args.knowledge else None,
             "index_dir": Path(args.index_dir) if args.index_dir else None,
-            "top_k": getattr(args, "k", None),
+            "top_k": getattr(args, "k", None) if getattr(args, "run", None) != cmd_eval else None,
             "chunk_size": getattr(args, "size", None),
             "chunk_overlap": getattr(args, "overlap", None),
         }

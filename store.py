@@ -198,6 +198,17 @@ class Store:
             )
         ]
 
+    def get(self, ids: Sequence[str]) -> list[Stored]:
+        """Chunks by id, in the order asked; ids the store does not have are left out."""
+        if not ids:
+            return []
+        result = self._call(self.collection.get, ids=list(ids), include=["documents", "metadatas"])
+        found = {
+            i: Stored(id=i, text=t or "", metadata=m or {}, distance=1.0)
+            for i, t, m in zip(result["ids"], result["documents"], result["metadatas"], strict=True)
+        }
+        return [found[i] for i in ids if i in found]
+
     def _call(self, fn, *args, **kwargs):
         try:
             return fn(*args, **kwargs)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+VERSION = "1"  # bump when terms change, so keyword indexes built by older code rebuild
+
 # One token: a run of CJK ideographs/kana/hangul, or a Latin/digit word that may carry
 # inner joiners (-, _, ., /, :) as identifiers, paths and versions do.
 _CJK_CLASS = r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af\uff66-\uff9f]"
@@ -93,3 +95,9 @@ def content_terms(text: str) -> list[str]:
 
 def has_cjk(text: str) -> bool:
     return _CJK.search(text) is not None
+
+
+def cjk_share(text: str) -> float:
+    """The share of a text's letters and digits that are CJK: 0.0 for English, 1.0 for Chinese."""
+    letters = [c for c in text if c.isalnum()]
+    return sum(1 for c in letters if _CJK.match(c)) / len(letters) if letters else 0.0
