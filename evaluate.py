@@ -69,10 +69,13 @@ class Report:
         return statistics.median(self.latencies_ms) if self.latencies_ms else 0.0
 
 
-def read_queries(path: Path) -> list[Query]:
-    """The query file, checked line by line; a bad line is one error naming its number."""
+def read_queries(path: Path, skipped: list[int] | None = None) -> list[Query]:
+    """The query file, checked line by line; a bad line is one error naming its number.
+
+    A line whose query is empty (real data sets have them) cannot be asked: its number
+    goes to `skipped` instead of failing the whole run."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8"
         raise AskmdError(f"cannot read the queries file {path}: {reason}") from None
@@ -85,10 +88,16 @@ def read_queries(path: Path) -> list[Query]:
             relevant = item["relevant"]
             if not isinstance(relevant, list) or not all(isinstance(r, str) for r in relevant):
                 raise TypeError
-            text = str(item["query"]).strip()
+            ident = item.get("id", number)
+            if not isinstance(item["query"], str) or not isinstance(ident, (str, int)):
+                raise TypeError
+            text = item["query"].strip()
             if not text:
-                raise ValueError
-            queries.append(Query(str(item.get("id", number)), text, tuple(relevant)))
+                if skipped is None:
+                    raise ValueError
+                skipped.append(number)
+                continue
+            queries.append(Query(str(ident), text, tuple(relevant)))
         except (ValueError, KeyError, TypeError):
             raise AskmdError(
                 f"{path} line {number} is not a query: expected "

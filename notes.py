@@ -51,6 +51,16 @@ def matches(source: str, patterns: tuple[str, ...]) -> bool:
         pattern = pattern.lstrip("/")
         if not pattern:
             continue
+        if anchored and "**" not in pattern:
+            # Segment by segment, so `/*.md` is the top level only (fnmatch's * spans /):
+            # the file itself, or a folder above it, must match the whole pattern.
+            top = PurePosixPath("/" + pattern)
+            if any(
+                PurePosixPath("/", *path.parts[:i]).match(str(top))
+                for i in range(1, len(path.parts) + 1)
+            ):
+                return True
+            continue
         for variant in {pattern, pattern.replace("**/", "")}:
             if fnmatchcase(source, variant) or fnmatchcase(source, variant + "/*"):
                 return True

@@ -251,7 +251,11 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     """Sync, then score retrieval on labelled queries (files ranked by their best chunk)."""
     import evaluate
 
-    queries = evaluate.read_queries(Path(args.queries))
+    skipped: list[int] = []
+    queries = evaluate.read_queries(Path(args.queries), skipped)
+    if skipped:
+        lines = ", ".join(str(n) for n in skipped[:5]) + (" …" if len(skipped) > 5 else "")
+        console.warning(f"{args.queries}: skipped {len(skipped)} empty queries (line {lines})")
     index = Index(settings)
     report = index.sync(show_progress=not args.json)
     if not args.json:
@@ -268,10 +272,10 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
 
 def _filters(args: argparse.Namespace) -> retriever.Filters | None:
     source, level = getattr(args, "source", None), getattr(args, "heading_level", None)
-    if not source and not level:
-        return None
     if level is not None and not 1 <= level <= 4:
         raise AskmdError(f"--heading-level {level}: give 1 to 4 (1 = only under H1 headings)")
+    if not source and not level:
+        return None
     return retriever.Filters(source=source or "", heading_level=level or 0)
 
 

@@ -115,7 +115,7 @@ def search(
         fused[s.id] = fused.get(s.id, 0.0) + w_dense / (RRF_K + rank)
     for rank, (c, _) in enumerate(keyword, start=1):
         fused[c] = fused.get(c, 0.0) + w_keyword / (RRF_K + rank)
-    top = (w_dense + w_keyword) / (RRF_K + 1)
+    top = (w_dense * bool(dense) + w_keyword * bool(keyword)) / (RRF_K + 1) or 1.0
     ranked = sorted(fused.items(), key=lambda item: -item[1])
     return _hits([(known[c], score / top) for c, score in ranked], k)
 

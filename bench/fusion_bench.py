@@ -1,0 +1,116 @@
+"""Choose how to fuse keyword and dense search, by measurement on a labelled set.
+
+    python bench/fusion_bench.py ../shared/data/scifact/corpus \
+        ../shared/data/scifact/queries.jsonl --index-dir /tmp/ev/scifact
+
+Builds (or reuses) the index of the folder, then for every query takes the top 100
+chunks of each retriever once, and scores fusion rules offline on those lists, so every
+rule sees exactly the same candidates: weighted reciprocal rank fusion with several k
+and weights, and a convex blend of min-max normalised scores. Files are ranked by their
+best chunk, as `rag.py eval` does. One JSON line per rule, best MRR@10 last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import evaluate  # noqa: E402
+import rag  # noqa: E402
+from settings import load_settings  # noqa: E402
+
+POOL = 100
+
+
+def metrics(runs: list[tuple[list[str], set[str]]]) -> dict:
+    hit1 = hit10 = recall = mrr = 0.0
+    for files, relevant in runs:
+        ranks = [i for i, f in enumerate(files[:10], start=1) if f in relevant]
+        hit1 += bool(ranks and ranks[0] == 1)
+        hit10 += bool(ranks)
+        recall += len({f for f in files[:10] if f in relevant}) / max(1, len(relevant))
+        mrr += 1 / ranks[0] if ranks else 0
+    n = max(1, len(runs))
+    return {
+        "hit@1": round(hit1 / n, 3),
+        "hit@10": round(hit10 / n, 3),
+        "recall@10": round(recall / n, 3),
+        "mrr@10": round(mrr / n, 3),
+    }
+
+
+def files_of(ranked_chunks: list[str]) -> list[str]:
+    return list(dict.fromkeys(c.split("#", 1)[0] for c in ranked_chunks))
+
+
+def rrf(dense, keyword, k: int, w_dense: float, w_keyword: float) -> list[str]:
+    score: dict[str, float] = {}
+    for rank, (c, _) in enumerate(dense, start=1):
+        score[c] = score.get(c, 0.0) + w_dense / (k + rank)
+    for rank, (c, _) in enumerate(keyword, start=1):
+        score[c] = score.get(c, 0.0) + w_keyword / (k + rank)
+    return sorted(score, key=lambda c: -score[c])
+
+
+def blend(dense, keyword, alpha: float) -> list[str]:
+    """alpha * dense + (1 - alpha) * keyword, each min-max normalised over its list."""
+
+    def norm(pairs):
+        if not pairs:
+            return {}
+        values = [v for _, v in pairs]
+        low, high = min(values), max(values)
+        return {c: (v - low) / (high - low) if high > low else 1.0 for c, v in pairs}
+
+    d, kw = norm(dense), norm(keyword)
+    score = {c: alpha * d.get(c, 0.0) + (1 - alpha) * kw.get(c, 0.0) for c in {*d, *kw}}
+    return sorted(score, key=lambda c: -score[c])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("corpus")
+    parser.add_argument("queries")
+    parser.add_argument("--index-dir")
+    parser.add_argument("--limit", type=int, default=0, help="only the first N queries")
+    args = parser.parse_args()
+    settings = load_settings(
+        environ={},
+        dotenv_path=None,
+        overrides={
+            "knowledge_dir": Path(args.corpus),
+            "index_dir": Path(args.index_dir or tempfile.mkdtemp(prefix="askmd-fusion-")),
+        },
+    )
+    index = rag.Index(settings)
+    index.sync(show_progress=False)
+    queries = evaluate.read_queries(Path(args.queries), [])
+    if args.limit:
+        queries = queries[: args.limit]
+    lists = []
+    for q in queries:
+        dense = [(h.chunk_id, h.score) for h in index.search(q.query, POOL, mode="dense")]
+        keyword = [(h.chunk_id, h.score) for h in index.search(q.query, POOL, mode="keyword")]
+        lists.append((dense, keyword, set(q.relevant)))
+    rules = {"dense": lambda d, kw: [c for c, _ in d], "keyword": lambda d, kw: [c for c, _ in kw]}
+    for k in (10, 30, 60):
+        for w in (0.5, 1.0, 2.0):
+            rules[f"rrf k={k} dense weight={w}"] = lambda d, kw, k=k, w=w: rrf(d, kw, k, w, 1.0)
+    for alpha in (0.3, 0.4, 0.5, 0.6, 0.7):
+        rules[f"blend alpha={alpha}"] = lambda d, kw, a=alpha: blend(d, kw, a)
+    results = []
+    for name, rule in rules.items():
+        runs = [(files_of(rule(d, kw)), rel) for d, kw, rel in lists]
+        results.append({"rule": name, "queries": len(runs), **metrics(runs)})
+    for row in sorted(results, key=lambda r: r["mrr@10"]):
+        print(json.dumps(row))
+
+
+if __name__ == "__main__":
+    main()
