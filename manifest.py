@@ -206,6 +206,14 @@ class Manifest:
         )
         return [(chunk, float(score)) for chunk, score in rows]
 
+    def cjk_share(self) -> float:
+        """The share of the indexed search terms that are CJK (0.0: none, 1.0: all)."""
+        total, cjk = self.db.execute(
+            "SELECT COALESCE(SUM(tf), 0), COALESCE(SUM(CASE WHEN unicode(term) "
+            "BETWEEN 13312 AND 40959 THEN tf ELSE 0 END), 0) FROM postings"
+        ).fetchone()
+        return cjk / total if total else 0.0
+
     # --- embedding cache --------------------------------------------------------------
 
     def cached(self, embedder: str, hashes: list[str]) -> dict[str, np.ndarray]:

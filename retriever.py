@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import notes
+from indexer import ENGLISH_ONLY
 from terms import cjk_share, content_terms
 
 if TYPE_CHECKING:
@@ -25,8 +26,7 @@ RRF_K = 60  # the usual constant of reciprocal rank fusion: 1 / (60 + rank)
 MIN_POOL = 50  # candidates asked of each retriever, at least; filters may thin them
 MODES = ("hybrid", "dense", "keyword")
 # An English-only embedder's vectors for a mostly-Chinese query rank almost at random
-# (MiniLM: CMRC hit@1 0.09 against BM25's 0.95); give them no say there.
-ENGLISH_ONLY = ("local:all-MiniLM-L6-v2-int8",)
+# (MiniLM: CMRC hit@1 0.15 against BM25's 0.94, BENCHMARKS.md); give them no say there.
 CJK_QUERY = 0.3  # share of a query's letters that makes it a Chinese/Japanese query
 
 

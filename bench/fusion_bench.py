@@ -79,9 +79,10 @@ def main() -> None:
     parser.add_argument("queries")
     parser.add_argument("--index-dir")
     parser.add_argument("--limit", type=int, default=0, help="only the first N queries")
+    parser.add_argument("--embedding-model", default="", help="e.g. use-multilingual")
     args = parser.parse_args()
     settings = load_settings(
-        environ={},
+        environ={"ASKMD_EMBEDDING_MODEL": args.embedding_model},
         dotenv_path=None,
         overrides={
             "knowledge_dir": Path(args.corpus),

@@ -279,3 +279,24 @@ def test_an_unusable_index_folder_is_one_line_and_the_notes_are_untouched(
     assert result.stderr.startswith("error: the index manifest broken/manifest.sqlite3 cannot")
     assert result.stderr.count("\n") == 1
     assert sorted(p.read_bytes() for p in kb.rglob("*.md")) == before
+
+
+def test_mostly_chinese_notes_with_the_english_model_get_one_hint(run_rag, tmp_path) -> None:
+    kb = write_notes(
+        tmp_path / "zh",
+        {
+            "备份.md": "# 数据库备份\n\n每日备份保留十四天，每周备份保留八周。\n",
+            "端口.md": "# 端口\n\n接口服务监听八四二零端口，指标在九四二零端口。\n",
+        },
+    )
+    first = run_rag("--knowledge", str(kb), "index", "--json")
+    assert first.returncode == 0, first.stderr
+    [hint] = json.loads(first.stdout)["warnings"]
+    assert "ASKMD_EMBEDDING_MODEL=use-multilingual" in hint and "English only" in hint
+    again = run_rag("--knowledge", str(kb), "index", "--json")
+    assert json.loads(again.stdout)["warnings"] == []  # said when notes change, not every run
+
+    english = write_notes(tmp_path / "en", NOTES)
+    where = ("--knowledge", str(english), "--index-dir", str(tmp_path / "ix"))
+    result = run_rag(*where, "index", "--json")
+    assert json.loads(result.stdout)["warnings"] == []

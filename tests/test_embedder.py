@@ -374,10 +374,21 @@ def test_an_unknown_local_model() -> None:
     with pytest.raises(AskmdError) as caught:
         make_embedder("local", "bge-small")
     assert str(caught.value) == (
-        "the local embedding backend has no model 'bge-small'; it has only all-MiniLM-L6-v2. "
-        "Unset ASKMD_EMBEDDING_MODEL, or set ASKMD_EMBEDDING_BACKEND=openai to use a "
-        "server's model."
+        "the local embedding backend has no model 'bge-small'; it has all-MiniLM-L6-v2 "
+        "(English, the default) and use-multilingual. Set ASKMD_EMBEDDING_MODEL to one of "
+        "them, or ASKMD_EMBEDDING_BACKEND=openai to use a server's model."
     )
+
+
+def test_the_multilingual_model_matches_across_languages() -> None:
+    embedder = make_embedder("local", "use-multilingual")
+    assert embedder.id == "local:use-multilingual-v3" and embedder.dimension == 512
+    notes = embedder.embed(["每日备份保留 14 天。", "The cat sat on the mat all afternoon."])
+    assert notes.shape == (2, 512) and notes.dtype == np.float32
+    assert np.allclose(np.linalg.norm(notes, axis=1), 1.0, atol=1e-5)
+    question = embedder.embed_queries(["How long are the daily backups kept?"])[0]
+    assert notes[0] @ question > notes[1] @ question + 0.2  # English question, Chinese note
+    assert embedder.embed([]).shape == (0, 512)
 
 
 def test_an_unknown_backend() -> None:
