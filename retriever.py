@@ -106,18 +106,31 @@ def search(
         return _hits([(s, 1.0 - s.distance) for s in dense], k)
     keyword = manifest.keyword(content_terms(query), pool)
     known = {s.id: s for s in dense}
-    known.update((s.id, s) for s in store.get([c for c, _ in keyword if c not in known]))
-    keyword = [(c, v) for c, v in keyword if c in known and filters.allows(known[c].metadata)]
+    if filters != Filters():  # filtering needs every candidate's metadata first
+        known.update((s.id, s) for s in store.get([c for c, _ in keyword if c not in known]))
+        keyword = [(c, v) for c, v in keyword if c in known and filters.allows(known[c].metadata)]
     if mode == "keyword":
         best = keyword[0][1] if keyword else 1.0
-        return _hits([(known[c], score / best) for c, score in keyword], k)
+        return _hits(_fetch(store, known, [(c, v / best) for c, v in keyword], k), k)
     alpha = dense_share(query)
     fused = {c: alpha * v for c, v in _scaled([(s.id, 1.0 - s.distance) for s in dense])}
     for c, v in _scaled(keyword):
         fused[c] = fused.get(c, 0.0) + (1 - alpha) * v
     top = (alpha * bool(dense) + (1 - alpha) * bool(keyword)) or 1.0
-    ranked = sorted(fused.items(), key=lambda item: -item[1])
-    return _hits([(known[c], score / top) for c, score in ranked], k)
+    ranked = sorted(((c, v / top) for c, v in fused.items()), key=lambda item: -item[1])
+    return _hits(_fetch(store, known, ranked, k), k)
+
+
+def _fetch(
+    store: Store, known: dict[str, Stored], ranked: list[tuple[str, float]], k: int
+) -> list[tuple[Stored, float]]:
+    """The chunks of the best-ranked ids, fetching from the store only those that may make
+    the top k (a few spare for pieces the collapse drops), not the whole candidate pool."""
+    wanted = ranked[: 3 * k]
+    missing = [c for c, _ in wanted if c not in known]
+    if missing:
+        known.update((s.id, s) for s in store.get(missing))
+    return [(known[c], v) for c, v in wanted if c in known]
 
 
 def _scaled(scored: list[tuple[str, float]]) -> list[tuple[str, float]]:
