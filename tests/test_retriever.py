@@ -732,3 +732,41 @@ def test_k_larger_than_the_matches_returns_each_match_once_in_keyword_mode(engli
     hits = english.search("error", 1000, mode="keyword")
     expected = {s for s, text in ENGLISH.items() if "error" in content_terms(text)}
     assert sorted(sources(hits)) == sorted(expected)
+
+
+# Cross-language questions with the multilingual model -------------------------------
+
+CROSS = {
+    "en/backup.md": "# Backups\n\nDaily database backups are kept for fourteen days.\n",
+    "en/bread.md": "# Bread\n\nFeed the sourdough starter every morning.\n",
+    "zh/端口.md": "# 端口\n\n接口服务监听八四二零端口。\n",
+    "zh/猫.md": "# 猫\n\n猫整个下午都睡在窗台上。\n",
+}
+
+
+@pytest.fixture(scope="module")
+def cross(tmp_path_factory):
+    from embedder import make_embedder
+
+    index = build_index(
+        tmp_path_factory.mktemp("cross"),
+        CROSS,
+        make_embedder("local", "use-multilingual"),
+        embedding_model="use-multilingual",
+    )
+    yield index
+    index.manifest.close()
+
+
+@pytest.mark.parametrize(
+    ("query", "note"),
+    [
+        ("数据库备份保存多久？", "en/backup.md"),  # Chinese question, English note
+        ("怎么喂面包酵母？", "en/bread.md"),
+        ("Which port does the service listen on?", "zh/端口.md"),  # and the reverse
+        ("Where does the cat sleep?", "zh/猫.md"),
+    ],
+)
+def test_a_question_finds_a_note_in_the_other_language(cross, query, note) -> None:
+    assert cross.embedder.id == "local:use-multilingual-v3"
+    assert cross.search(query, 1, mode="hybrid")[0].source == note
