@@ -92,3 +92,18 @@ def write_notes(folder: Path, notes: dict[str, str]) -> Path:
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text, encoding="utf-8")
     return folder
+
+
+def index_once(kb: Path, env: dict[str, str]) -> Path:
+    """`python rag.py index` of `kb` into kb/../ix, for a module's tests to copy."""
+    index_dir = kb.parent / "ix"
+    subprocess.run(
+        [sys.executable, str(ROOT / "rag.py"), "--knowledge", str(kb), "--index-dir",
+         str(index_dir), "index"],
+        env=env,
+        cwd=kb.parent,
+        capture_output=True,
+        check=True,
+        timeout=60,
+    )  # fmt: skip
+    return index_dir

@@ -11,8 +11,6 @@ import json
 import re
 import shutil
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +23,7 @@ import local_llm
 from errors import AskmdError
 from llm import Chat
 from retriever import Hit
-from tests.conftest import NOTES, ROOT, clean_env, write_notes
+from tests.conftest import NOTES, clean_env, index_once, write_notes
 from tests.openai_server import OpenAIServer
 
 COUNT = [{"role": "user", "content": "Count from 1 to 100, separated by commas."}]
@@ -282,17 +280,7 @@ def kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def built_index(kb: Path, embed_server: OpenAIServer) -> Path:
     """The index of `kb`, built once; each test works on a copy."""
-    index_dir = kb.parent / "ix"
-    subprocess.run(
-        [sys.executable, str(ROOT / "rag.py"), "--knowledge", str(kb), "--index-dir",
-         str(index_dir), "index"],
-        env=clean_env(**embed_env(embed_server)),
-        cwd=kb.parent,
-        capture_output=True,
-        check=True,
-        timeout=60,
-    )  # fmt: skip
-    return index_dir
+    return index_once(kb, clean_env(**embed_env(embed_server)))
 
 
 @pytest.fixture

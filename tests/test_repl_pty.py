@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import re
 import shutil
-import subprocess
 import sys
 import threading
 import time
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import NOTES, ROOT, clean_env, missing, write_notes
+from tests.conftest import NOTES, ROOT, clean_env, index_once, missing, write_notes
 from tests.openai_server import OpenAIServer
 
 try:
@@ -173,17 +172,7 @@ def kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def built_index(kb: Path, server: OpenAIServer) -> Path:
     """The index of `kb`, built once: each test copies it, so the REPL starts in a blink."""
-    index_dir = kb.parent / "ix"
-    subprocess.run(
-        [sys.executable, str(ROOT / "rag.py"), "--knowledge", str(kb), "--index-dir",
-         str(index_dir), "index"],
-        env=askmd_env(server),
-        cwd=kb.parent,
-        capture_output=True,
-        check=True,
-        timeout=60,
-    )  # fmt: skip
-    return index_dir
+    return index_once(kb, askmd_env(server))
 
 
 @pytest.fixture
