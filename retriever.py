@@ -24,12 +24,17 @@ if TYPE_CHECKING:
 MIN_POOL = 100  # candidates asked of each retriever, at least; filters may thin them
 MODES = ("hybrid", "dense", "keyword")
 CJK_QUERY = 0.3  # share of a query's letters that makes it a Chinese/Japanese query
-# The dense share of the blend, chosen on SciFact and CMRC (BENCHMARKS.md): an even blend
-# is best for English; for a Chinese or Japanese query keyword search deserves more trust
-# (character bigrams match Chinese text closely, and the default embedder reads English
-# only), so dense gets 0.3: still enough to break ties and help a paraphrase.
-ALPHA_LATIN = 0.5
-ALPHA_CJK = 0.3
+# The dense share of the blend (alpha) for (Latin-script, CJK) queries, per embedder,
+# chosen on SciFact and CMRC (BENCHMARKS.md, bench/fusion_bench.py). MiniLM reads English
+# well and Chinese not at all; USE-multilingual reads Chinese well and English weakly
+# (SciFact MRR 0.38 against BM25's 0.64), so it gets a small say there. Character bigrams
+# match Chinese text closely, so keyword search keeps most of the say on CJK queries. An
+# embedder not measured here gets an even blend.
+ALPHA = {
+    "local:all-MiniLM-L6-v2-int8": (0.5, 0.3),
+    "local:use-multilingual-v3": (0.2, 0.3),
+}
+ALPHA_UNMEASURED = (0.5, 0.5)
 
 
 @dataclass(frozen=True)
@@ -70,9 +75,10 @@ class Filters:
         return not self.heading_level or level <= self.heading_level
 
 
-def dense_share(query: str) -> float:
+def dense_share(query: str, embedder_id: str) -> float:
     """How much the dense ranking counts in the blend for this query (0..1)."""
-    return ALPHA_CJK if cjk_share(query) >= CJK_QUERY else ALPHA_LATIN
+    latin, cjk = ALPHA.get(embedder_id, ALPHA_UNMEASURED)
+    return cjk if cjk_share(query) >= CJK_QUERY else latin
 
 
 def search(
@@ -112,7 +118,7 @@ def search(
     if mode == "keyword":
         best = keyword[0][1] if keyword else 1.0
         return _hits(_fetch(store, known, [(c, v / best) for c, v in keyword], k), k)
-    alpha = dense_share(query)
+    alpha = dense_share(query, embedder.id)
     fused = {c: alpha * v for c, v in _scaled([(s.id, 1.0 - s.distance) for s in dense])}
     for c, v in _scaled(keyword):
         fused[c] = fused.get(c, 0.0) + (1 - alpha) * v

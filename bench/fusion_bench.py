@@ -106,7 +106,7 @@ def main() -> None:
     for k in (10, 30, 60):
         for w in (0.5, 1.0, 2.0):
             rules[f"rrf k={k} dense weight={w}"] = lambda d, kw, k=k, w=w: rrf(d, kw, k, w, 1.0)
-    for alpha in (0.3, 0.4, 0.5, 0.6, 0.7):
+    for alpha in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7):
         rules[f"blend alpha={alpha}"] = lambda d, kw, a=alpha: blend(d, kw, a)
     results = []
     for name, rule in rules.items():
