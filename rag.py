@@ -220,11 +220,12 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     """Sync, then show the chunks nearest to a query."""
+    filters = _filters(args)  # a bad filter is reported before any indexing
     index = Index(settings)
     report = index.sync()
     if not args.json:
         index.show(report)
-    hits = index.search(args.query, args.k or settings.top_k, filters=_filters(args))
+    hits = index.search(args.query, args.k or settings.top_k, filters=filters)
     if args.json:
         console.print_json({"query": args.query, "results": [h.to_json() for h in hits]})
     else:
@@ -234,12 +235,15 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     """Sync, then answer one question with cited sources."""
+    if not args.question.strip():
+        raise AskmdError('the question is empty: python rag.py ask "what port does the API use?"')
+    filters = _filters(args)
     index = Index(settings)
     report = index.sync(show_progress=not args.json)
     if not args.json:
         index.show(report)
     k = args.k or settings.top_k
-    result = index.ask(args.question, [], k, stream=not args.json, filters=_filters(args))
+    result = index.ask(args.question, [], k, stream=not args.json, filters=filters)
     if args.json:
         console.print_json(result.to_json())
     else:
@@ -251,6 +255,8 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     """Sync, then score retrieval on labelled queries (files ranked by their best chunk)."""
     import evaluate
 
+    if args.files is not None and not 1 <= args.files <= 100:
+        raise AskmdError(f"-k {args.files}: rank between 1 and 100 files per query")
     skipped: list[int] = []
     queries = evaluate.read_queries(Path(args.queries), skipped)
     if skipped:
@@ -261,7 +267,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     if not args.json:
         index.show(report)
     result = evaluate.evaluate(
-        queries, lambda q, n: index.search(q, n, mode=args.retriever), k=args.k or 10
+        queries, lambda q, n: index.search(q, n, mode=args.retriever), k=args.files or 10
     )
     if args.json:
         console.print_json(result.to_json())
@@ -474,7 +480,9 @@ def build_parser() -> argparse.ArgumentParser:
         "files by their best chunk. Reports hit@1, hit@5, hit@10, recall@10 and MRR@10.",
     )
     evaluation.add_argument("queries", metavar="QUERIES.jsonl")
-    evaluation.add_argument("-k", type=int, metavar="N", help="files ranked per query (10)")
+    evaluation.add_argument(
+        "-k", dest="files", type=int, metavar="N", help="files ranked per query (10)"
+    )
     evaluation.add_argument(
         "--retriever",
         choices=retriever.MODES,
@@ -499,7 +507,7 @@ def main(argv: list[str] | None = None) -> int:
         overrides = {
             "knowledge_dir": Path(args.knowledge) if args.knowledge else None,
             "index_dir": Path(args.index_dir) if args.index_dir else None,
-            "top_k": getattr(args, "k", None) if getattr(args, "run", None) != cmd_eval else None,
+            "top_k": getattr(args, "k", None),
             "chunk_size": getattr(args, "size", None),
             "chunk_overlap": getattr(args, "overlap", None),
         }

@@ -300,3 +300,22 @@ def test_mostly_chinese_notes_with_the_english_model_get_one_hint(run_rag, tmp_p
     where = ("--knowledge", str(english), "--index-dir", str(tmp_path / "ix"))
     result = run_rag(*where, "index", "--json")
     assert json.loads(result.stdout)["warnings"] == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("ask", "  "), "error: the question is empty: "),
+        (("ask", "q", "--heading-level", "9"), "error: --heading-level 9: give 1 to 4"),
+        (("search", "q", "--heading-level", "0"), "error: --heading-level 0: give 1 to 4"),
+        (("eval", "q.jsonl", "-k", "0"), "error: -k 0: rank between 1 and 100 files"),
+    ],
+)
+def test_bad_arguments_are_one_line_before_anything_is_indexed(
+    run_rag, tmp_path, args, message
+) -> None:
+    kb = write_notes(tmp_path / "kb", NOTES)
+    result = run_rag("--knowledge", str(kb), "--index-dir", str(tmp_path / "ix"), *args)
+    assert result.returncode == 1
+    assert result.stderr.startswith(message) and result.stderr.count("\n") == 1
+    assert not (tmp_path / "ix").exists()  # refused before any indexing
