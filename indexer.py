@@ -15,7 +15,7 @@ import hashlib
 import os
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 import chunker
 import notes
 import terms
-from errors import AskmdError
+from errors import Busy
 from manifest import ChunkRow, FileRecord, Manifest, now, prepare_index_dir
 from settings import Settings
 from store import Store, chunk_metadata
@@ -117,7 +117,7 @@ def writer_lock(index_dir: Path) -> Iterator[None]:
         except BlockingIOError:
             handle.seek(0)
             holder = handle.read().strip() or "unknown"
-            raise AskmdError(
+            raise Busy(
                 f"the index at {index_dir} is being updated by another askmd process "
                 f"(pid {holder}). Wait for it to finish, or stop it."
             ) from None
@@ -150,8 +150,14 @@ def sync(
     *,
     rebuild: bool = False,
     progress: Progress | None = None,
+    commit: Callable[[], AbstractContextManager] = nullcontext,
 ) -> SyncReport:
-    """Make the index match the folder; see the module docstring."""
+    """Make the index match the folder; see the module docstring.
+
+    Every change that readers could see (a group of files replaced in both stores, the
+    deleted files dropped, a reset) happens inside `commit()`, so a caller serving searches
+    at the same time can keep them from seeing a file half-replaced.
+    """
     started = time.perf_counter()
     progress = progress or NoProgress()
     report = SyncReport()
@@ -179,12 +185,14 @@ def sync(
         elif not report.rebuild_reason and stored.get("fingerprint") not in (None, fp):
             report.rebuild_reason = "the Chroma collection was built with other settings"
         if report.rebuild_reason:
-            store.reset(meta)
-            manifest.forget_all()
+            with commit():
+                store.reset(meta)
+                manifest.forget_all()
             known = {}
             report.rebuilt = True
         elif store.count() != manifest.total_chunks():
-            known = _repair(store, manifest, known, report)
+            with commit():
+                known = _repair(store, manifest, known, report)
 
         deleted = sorted(s for s in known if s not in current)
         changed = [s for s in current if s in known and known[s].md5 != current[s].md5]
@@ -195,11 +203,14 @@ def sync(
         report.files_unchanged -= sum(1 for s in current if current[s].kept and s not in known)
 
         if deleted:
-            store.delete(deleted)
+            with commit():
+                store.delete(deleted)
+                manifest.forget(deleted)
             report.chunks_deleted += sum(known[s].chunks for s in deleted)
-            manifest.forget(deleted)
         _touch(manifest, known, current)
-        writer = _Writer(settings, store, manifest, embedder, known, current, report, progress)
+        writer = _Writer(
+            settings, store, manifest, embedder, known, current, report, progress, commit
+        )
         _index(writer, added + changed)
         manifest.set(
             gate=_gate(fp, current),
@@ -311,6 +322,7 @@ class _Writer:
     current: dict[str, _Current]
     report: SyncReport
     progress: Progress
+    commit: Callable[[], AbstractContextManager]
 
 
 def _index(w: _Writer, sources: list[str]) -> None:
@@ -371,16 +383,6 @@ def _store_group(w: _Writer, group: list[tuple[str, notes.Note, list[chunker.Chu
     progress.advance(chunks=len(chunks) - len(missing))
     tags = {source: note.tags for source, note, _ in group}
     md5s = {source: note.md5 for source, note, _ in group}
-    store.replace(
-        [source for source, _, _ in group],
-        [c.id for c in chunks],
-        [c.text for c in chunks],
-        [
-            chunk_metadata(c, md5s[c.source], tags[c.source], h)
-            for c, h in zip(chunks, hashes, strict=True)
-        ],
-        np.stack([vectors[h] for h in hashes]) if chunks else np.zeros((0, 1), dtype=np.float32),
-    )
     records = []
     by_source: dict[str, list[ChunkRow]] = {}
     for c, h, text in zip(chunks, hashes, texts, strict=True):
@@ -392,5 +394,20 @@ def _store_group(w: _Writer, group: list[tuple[str, notes.Note, list[chunker.Chu
         if source in w.known:
             old = set(manifest.chunk_hashes(source))
             report.chunks_deleted += len(old - {r.text_hash for r in by_source.get(source, [])})
-    manifest.record(records)
+    matrix = (
+        np.stack([vectors[h] for h in hashes]) if chunks else np.zeros((0, 1), dtype=np.float32)
+    )
+    metadatas = [
+        chunk_metadata(c, md5s[c.source], tags[c.source], h)
+        for c, h in zip(chunks, hashes, strict=True)
+    ]
+    with w.commit():  # both stores change together, as readers see them
+        store.replace(
+            [source for source, _, _ in group],
+            [c.id for c in chunks],
+            [c.text for c in chunks],
+            metadatas,
+            matrix,
+        )
+        manifest.record(records)
     progress.advance(files=len(group))

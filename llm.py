@@ -12,7 +12,7 @@ import json
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
-from errors import AskmdError, first_line, server_message
+from errors import LLMFailed, first_line, server_message
 
 if TYPE_CHECKING:
     import httpx
@@ -96,7 +96,7 @@ class Chat:
             except openai.OpenAIError as exc:
                 raise self._translate(exc) from None
             except ValueError as exc:  # a line that is not JSON
-                raise AskmdError(
+                raise LLMFailed(
                     f"the LLM server at {self.url} sent a reply that is not an OpenAI-style "
                     f"stream ({first_line(exc)}). Check OPENAI_BASE_URL."
                 ) from None
@@ -106,7 +106,7 @@ class Chat:
         try:
             return str(json.loads(http.read())["choices"][0]["message"]["content"] or "")
         except (ValueError, LookupError, TypeError):
-            raise AskmdError(
+            raise LLMFailed(
                 f"the LLM server at {self.url} sent a reply that is neither an OpenAI-style "
                 "stream nor a chat completion. Check OPENAI_BASE_URL."
             ) from None
@@ -129,55 +129,55 @@ class Chat:
         if len(served) == 1:
             return served[0]
         listed = f" It serves: {', '.join(served[:10])}." if served else ""
-        raise AskmdError(
+        raise LLMFailed(
             f"which model should answer? Set ASKMD_LLM_MODEL to a model the server at "
             f"{self.url} serves.{listed}"
         )
 
-    def _translate(self, exc: openai.OpenAIError) -> AskmdError:
+    def _translate(self, exc: openai.OpenAIError) -> LLMFailed:
         import openai
 
         where = f"the LLM server at {self.url}"
         tries = f" (tried {self.max_retries + 1} times)" if self.max_retries else ""
         if isinstance(exc, openai.APITimeoutError):
-            return AskmdError(
+            return LLMFailed(
                 f"{where} did not answer within {self.timeout:g} s{tries}. Is it overloaded "
                 "or loading a model? Try again, or raise ASKMD_LLM_TIMEOUT."
             )
         if isinstance(exc, openai.APIConnectionError):
-            return AskmdError(f"cannot reach {where}{tries}. Is it running? Check OPENAI_BASE_URL.")
+            return LLMFailed(f"cannot reach {where}{tries}. Is it running? Check OPENAI_BASE_URL.")
         if not isinstance(exc, openai.APIStatusError):
-            return AskmdError(f"{where} failed: {first_line(exc)}. Check the server's log.")
+            return LLMFailed(f"{where} failed: {first_line(exc)}. Check the server's log.")
         status, detail = exc.status_code, server_message(exc.body)
         said = f": {detail}" if detail else ""
         if status == 401:
-            return AskmdError(f"{where} refused the API key (401). Check OPENAI_API_KEY in .env.")
+            return LLMFailed(f"{where} refused the API key (401). Check OPENAI_API_KEY in .env.")
         if status == 403:
-            return AskmdError(
+            return LLMFailed(
                 f"{where} denied access (403){said}. Check that OPENAI_API_KEY may use "
                 f"the model '{self._model}'."
             )
         if status == 404:
-            return AskmdError(
+            return LLMFailed(
                 f"{where} does not know the model '{self._model}' (404){said}. "
                 "Set ASKMD_LLM_MODEL to a model it serves."
             )
         if status == 429:
-            return AskmdError(
+            return LLMFailed(
                 f"{where} is rate-limiting requests or the quota is used up (429){tries}{said}. "
                 "Wait a minute and ask again, or check your plan."
             )
         if _context_too_long(status, detail, exc.body):
-            return AskmdError(
+            return LLMFailed(
                 f"the question and its sources do not fit the model's context ({status}{said}). "
                 "Lower ASKMD_TOP_K or ASKMD_CHUNK_SIZE, or use a model with a longer context."
             )
         if status >= 500:
-            return AskmdError(
+            return LLMFailed(
                 f"{where} failed ({status}){tries}{said}. "
                 "Try again; if it persists, check the server's log."
             )
-        return AskmdError(f"{where} rejected the request ({status}){said}.")
+        return LLMFailed(f"{where} rejected the request ({status}){said}.")
 
 
 def _context_too_long(status: int, detail: str, body: object) -> bool:

@@ -10,19 +10,16 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 
 import answer
 import chunker
 import console
-import indexer
 import notes
 import retriever
 from errors import AskmdError
-from manifest import Manifest
+from pipeline import Index
 from settings import Settings, load_settings
-from store import Store
 
 DESCRIPTION = "Ask questions about a folder of Markdown notes, with cited answers."
 
@@ -79,132 +76,6 @@ def _source_of(path: Path, knowledge_dir: Path) -> tuple[Path, str]:
     if resolved.is_relative_to(knowledge):
         return knowledge, resolved.relative_to(knowledge).as_posix()
     return resolved.parent, resolved.name
-
-
-@dataclass
-class Index:
-    """What the commands share, built once from Settings: the composition root."""
-
-    settings: Settings
-
-    @cached_property
-    def store(self) -> Store:
-        s = self.settings
-        return Store(s.index_dir, s.chroma_url, s.collection)
-
-    @cached_property
-    def manifest(self) -> Manifest:
-        return Manifest(self.settings.index_dir / "manifest.sqlite3")
-
-    @cached_property
-    def chat(self):
-        """The LLM that answers, or None for extractive answers. A local model loads here."""
-        s = self.settings
-        if not s.llm_configured:
-            return None
-        from llm import Chat
-
-        url, key, model = s.openai_base_url, s.openai_api_key, s.llm_model
-        if s.local_model is not None:
-            import local_llm
-
-            with console.status(f"loading {s.local_model.name} with llama.cpp"):
-                self.local_server = local_llm.start(
-                    s.local_model, threads=s.local_threads, context=s.local_context
-                )
-            url, key, model = (
-                self.local_server.url,
-                self.local_server.api_key,
-                self.local_server.model,
-            )
-        return Chat(
-            url or None,
-            key or None,
-            model,
-            temperature=s.llm_temperature,
-            max_tokens=s.llm_max_tokens,
-            timeout=s.llm_timeout,
-        )
-
-    @cached_property
-    def embedder(self):
-        from embedder import make_embedder  # loads onnxruntime: only when embedding
-
-        s = self.settings
-        return make_embedder(
-            s.embedding_backend,
-            s.embedding_model or None,
-            threads=s.embed_threads,
-            batch_size=s.embed_batch or None,
-            base_url=s.openai_base_url or None,
-            api_key=s.openai_api_key or None,
-        )
-
-    def sync(self, rebuild: bool = False, show_progress: bool = True) -> indexer.SyncReport:
-        progress = console.SyncProgress() if show_progress else None
-        report = indexer.sync(
-            self.settings,
-            self.store,
-            self.manifest,
-            lambda: self.embedder,
-            rebuild=rebuild,
-            progress=progress,
-        )
-        return report
-
-    def show(self, report: indexer.SyncReport) -> None:
-        console.show_sync(report, self.settings.knowledge_dir, self.settings.include)
-
-    def search(
-        self,
-        query: str,
-        k: int,
-        mode: str = "hybrid",
-        filters: retriever.Filters | None = None,
-    ) -> list[retriever.Hit]:
-        fp = indexer.fingerprint(self.settings)
-        self.store.ensure_open({"embedder": self.embedder.id, "fingerprint": fp})
-        return retriever.search(
-            query, self.embedder, self.store, self.manifest, k, mode=mode, filters=filters
-        )
-
-    def ask(
-        self,
-        question: str,
-        history: list[answer.Turn],
-        k: int,
-        stream: bool = True,
-        filters: retriever.Filters | None = None,
-    ) -> answer.Answer:
-        """Answer one question; on a terminal the reply is shown as it streams."""
-        return answer.ask(
-            question,
-            history,
-            lambda query: self.search(query, k, filters=filters),
-            self.chat,
-            show=console.stream_answer if stream else None,
-        )
-
-    def stats(self) -> dict:
-        stats = {
-            "files": 0,
-            "chunks": 0,
-            "embedder": indexer.embedder_id(self.settings),
-            "dimension": 0,
-            "index_dir": str(self.settings.index_dir),
-            "last_sync": None,
-        }
-        if not (self.settings.index_dir / "manifest.sqlite3").exists():
-            return stats  # nothing indexed yet; do not create an index just to say so
-        m = self.manifest
-        stats.update(
-            files=len(m.files()),
-            chunks=m.total_chunks(),
-            embedder=m.get("embedder") or stats["embedder"],
-            dimension=int(m.get("dimension") or 0),
-            last_sync=m.get("last_sync"),
-        )
-        return stats
 
 
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
@@ -293,6 +164,13 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     else:
         console.show_stats(stats)
     return 0
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    """Serve the HTTP API and the web page over the same index."""
+    import server
+
+    return server.serve(settings, args.host, args.port)
 
 
 REPL_HELP = """\
@@ -498,6 +376,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     stats.add_argument("--json", action="store_true", help="print JSON")
     stats.set_defaults(run=cmd_stats)
+
+    serve = commands.add_parser(
+        "serve",
+        help="serve the HTTP API and a web page (127.0.0.1 only unless a token is set)",
+        description="Sync the index, then serve the JSON API under /api/v1 (docs at /docs) "
+        "and a web page at /. Listening beyond 127.0.0.1 needs ASKMD_API_TOKEN; with it "
+        "set, every API call but /api/v1/health needs 'Authorization: Bearer TOKEN'.",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    serve.add_argument(
+        "--port", type=int, default=8000, help="port (8000); 0 picks a free one and prints it"
+    )
+    serve.set_defaults(run=cmd_serve)
     return parser
 
 

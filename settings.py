@@ -20,6 +20,7 @@ from dotenv import dotenv_values
 from errors import AskmdError
 
 MIN_CHUNK_SIZE = 100
+MIN_TOKEN_CHARS = 16  # an API token short enough to guess is refused
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class Settings:
     local_model: Path | None = None
     local_threads: int = 0
     local_context: int = 4096
+    api_token: str = field(default="", repr=False)
 
     @property
     def llm_configured(self) -> bool:
@@ -112,6 +114,10 @@ DOCS: dict[str, tuple[str, str]] = {
     ),
     "local_threads": ("ASKMD_LOCAL_THREADS", "CPU threads for the local model; 0: all cores"),
     "local_context": ("ASKMD_LOCAL_CONTEXT", "context length of the local model, in tokens"),
+    "api_token": (
+        "ASKMD_API_TOKEN",
+        "bearer token the HTTP API (serve) requires; needed to listen beyond this machine",
+    ),
 }
 
 
@@ -178,6 +184,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "local_model": lambda v: Path(v.strip()).expanduser() if v.strip() else None,
     "local_threads": _whole,
     "local_context": _whole,
+    "api_token": _text,
 }
 
 
@@ -202,6 +209,7 @@ _EMPTY_MEANS_SOMETHING = {
     "openai_base_url",
     "llm_model",
     "local_model",
+    "api_token",
 }
 
 
@@ -291,6 +299,12 @@ def _validate(s: Settings, origin: dict[str, str], need_knowledge_dir: bool) -> 
         problems.append(f"{where('local_threads')}: threads cannot be negative (0 = automatic)")
     if not 256 <= s.local_context <= 1_048_576:
         problems.append(f"{where('local_context')}: the context must be at least 256 tokens")
+    if s.api_token and (len(s.api_token) < MIN_TOKEN_CHARS or re.search(r"\s", s.api_token)):
+        problems.append(
+            f"{env_name('api_token')}: the token must be at least {MIN_TOKEN_CHARS} characters "
+            "with no spaces; make one with: python3 -c 'import secrets; "
+            "print(secrets.token_urlsafe())'"
+        )
     if not s.max_file_mb > 0:
         problems.append(f"{where('max_file_mb')}: the size limit must be above 0")
     if need_knowledge_dir and not s.knowledge_dir.is_dir():

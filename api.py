@@ -1,0 +1,340 @@
+"""The HTTP API and the web page: the same pipeline as the REPL, as JSON over HTTP.
+
+Endpoints under /api/v1 answer with the same objects as the CLI's --json output. Errors
+are always {"error": "one line"} with a fitting status, never a traceback. The checks
+that keep the API private (host, origin, token, size, content type) are in guard.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
+from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException
+
+import answer
+import folder
+import guard
+import retriever
+from errors import AskmdError, BadNote, BadRequest, NotFound, first_line
+from pipeline import Index
+from syncing import Syncer
+
+WEB = Path(__file__).resolve().parent / "web"
+MAX_QUERY_CHARS = 4000
+MAX_HISTORY = 50  # turns accepted; the last few are used (as in the REPL)
+MAX_TURN_CHARS = 20_000
+
+log = logging.getLogger("askmd.server")
+
+
+# --- request bodies ---------------------------------------------------------------------
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt field is an error, not ignored
+
+
+class FiltersBody(_Body):
+    source: str | None = Field(None, max_length=1000, examples=["guides/**"])
+    heading_level: int | None = Field(None, ge=1, le=4)
+
+    def filters(self) -> retriever.Filters | None:
+        if not self.source and not self.heading_level:
+            return None
+        return retriever.Filters(source=self.source or "", heading_level=self.heading_level or 0)
+
+
+class IngestBody(_Body):
+    file_path: str | None = Field(
+        None, description="a note already inside the knowledge folder (relative or absolute)"
+    )
+    content: str | None = Field(None, description="the note's Markdown text, written as file_name")
+    file_name: str | None = Field(None, description="where to write content, e.g. guides/vpn.md")
+
+
+class SearchBody(_Body):
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    top_k: int | None = Field(None, ge=1, le=200)
+    filters: FiltersBody | None = None
+
+
+class Exchange(_Body):
+    """One earlier turn, as {question, answer} or as an OpenAI-style message."""
+
+    question: str | None = Field(None, max_length=MAX_TURN_CHARS)
+    answer: str | None = Field(None, max_length=MAX_TURN_CHARS)
+    role: Literal["user", "assistant"] | None = None
+    content: str | None = Field(None, max_length=MAX_TURN_CHARS)
+
+
+class AskBody(_Body):
+    question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    history: Annotated[list[Exchange], Field(max_length=MAX_HISTORY)] = []
+    stream: bool = False
+    top_k: int | None = Field(None, ge=1, le=200)
+    filters: FiltersBody | None = None
+
+
+def turns(history: list[Exchange]) -> list[answer.Turn]:
+    """Earlier exchanges as Turns; OpenAI-style messages are paired user → assistant."""
+    result: list[answer.Turn] = []
+    asked: str | None = None
+    for item in history:
+        if item.role is None:
+            if item.question is None:
+                raise BadRequest("history: each item needs question and answer (or role/content)")
+            result.append(answer.Turn(item.question, item.question, item.answer or ""))
+        elif item.role == "user":
+            asked = item.content or ""
+        elif asked is not None:
+            result.append(answer.Turn(asked, asked, item.content or ""))
+            asked = None
+    return result[-6:]
+
+
+# --- the app ----------------------------------------------------------------------------
+
+
+def create_app(index: Index, loopback_only: bool = True) -> FastAPIOffline:
+    """The app over `index`; `loopback_only` is False when it listens beyond this machine
+    (which the server allows only with a token)."""
+    settings = index.settings
+    syncer = Syncer(index)
+    app = FastAPIOffline(
+        title="askmd",
+        summary="Cited answers from a folder of Markdown notes.",
+        redoc_url=None,
+    )
+    app.add_middleware(guard.Guard, settings=settings, loopback_only=loopback_only)
+    app.mount("/static", StaticFiles(directory=WEB), name="static")
+
+    @app.exception_handler(AskmdError)
+    async def askmd_error(request: Request, exc: AskmdError) -> JSONResponse:
+        return JSONResponse({"error": first_line(exc)}, status_code=exc.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"error": _validation_message(exc)}, status_code=422)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        message = {404: f"not found: {request.url.path}", 405: "method not allowed"}
+        return JSONResponse(
+            {"error": message.get(exc.status_code, str(exc.detail))},
+            status_code=exc.status_code,
+            headers=exc.headers,
+        )
+
+    @app.exception_handler(Exception)
+    async def bug(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("internal error on %s %s", request.method, request.url.path)
+        return JSONResponse(
+            {"error": f"internal error ({type(exc).__name__}); the server's log has details"},
+            status_code=500,
+        )
+
+    @app.get("/", include_in_schema=False)
+    def page() -> FileResponse:
+        return FileResponse(WEB / "index.html")
+
+    @app.get("/api/v1/health", tags=["index"])
+    def health() -> dict:
+        """Liveness, without a token: says nothing about the notes."""
+        return {"status": "ok"}
+
+    @app.get("/api/v1/stats", tags=["index"])
+    def stats() -> dict:
+        """What is indexed: the `stats --json` object."""
+        return index.stats()
+
+    @app.get("/api/v1/collections", tags=["index"])
+    def collections() -> dict:
+        """The index's collection with its documents and their chunk counts."""
+        info = index.stats()
+        files = index.manifest.files() if info["files"] else {}
+        return {
+            "collections": [
+                {
+                    "name": settings.collection,
+                    "knowledge_dir": str(settings.knowledge_dir),
+                    "embedder": info["embedder"],
+                    "dimension": info["dimension"],
+                    "files": info["files"],
+                    "chunks": info["chunks"],
+                    "documents": [
+                        {"file": source, "chunks": rec.chunks}
+                        for source, rec in sorted(files.items())
+                    ],
+                }
+            ]
+        }
+
+    @app.post("/api/v1/ingest", tags=["notes"])
+    def ingest(body: IngestBody) -> dict:
+        """Index a note: one already in the knowledge folder (`file_path`), or new text
+        (`content` + `file_name`) written into it first. Returns `status` created, updated
+        or unchanged, the note's path and its chunk count."""
+        if body.file_path is not None and (body.content is not None or body.file_name):
+            raise BadRequest("give file_path, or content with file_name, not both")
+        if body.file_path is None and (body.content is None or not body.file_name):
+            raise BadRequest('give {"file_path"} or {"content", "file_name"}')
+
+        def change() -> dict:
+            if body.file_path is not None:
+                source = folder.existing(settings, body.file_path)
+            else:
+                source = folder.source_of(settings, body.file_name or "")
+            before = index.manifest.files().get(source)
+            if body.content is not None:
+                folder.write(settings, source, body.content)
+            report = syncer.sync()
+            for skipped in report.files_skipped:
+                if skipped.source == source:
+                    raise BadNote(f"{source} is {skipped.reason}")
+            after = index.manifest.files().get(source)
+            if after is None:
+                raise AskmdError(f"{source} was not indexed")
+            status = "created" if before is None else "unchanged"
+            if before is not None and before.md5 != after.md5:
+                status = "updated"
+            return {"status": status, "file": source, "chunks": after.chunks}
+
+        return syncer.write(change)
+
+    @app.delete("/api/v1/documents/{file:path}", tags=["notes"])
+    def delete(file: str) -> dict:
+        """Remove a note: it moves to the trash folder inside the index folder (nothing
+        is lost) and its chunks leave the index."""
+
+        def change() -> dict:
+            source = folder.source_of(settings, file)
+            before = index.manifest.files().get(source)
+            on_disk = (settings.knowledge_dir / source).is_file()
+            if not on_disk and before is None:
+                raise NotFound(f"{source}: no such note")
+            trash = folder.to_trash(settings, source) if on_disk else None
+            syncer.sync()
+            return {
+                "status": "deleted",
+                "file": source,
+                "chunks": before.chunks if before else 0,
+                "trash": str(trash) if trash else None,
+            }
+
+        return syncer.write(change)
+
+    @app.post("/api/v1/search", tags=["questions"])
+    def search(body: SearchBody) -> dict:
+        """The chunks that best match the query: the `search --json` object."""
+        syncer.poke()
+        filters = body.filters.filters() if body.filters else None
+        hits = index.search(body.query, body.top_k or settings.top_k, filters=filters)
+        return {"query": body.query, "results": [h.to_json() for h in hits]}
+
+    @app.post("/api/v1/ask", tags=["questions"], response_model=None)
+    def ask(body: AskBody) -> dict | StreamingResponse:
+        """A cited answer: the `ask --json` object, or with `"stream": true` Server-Sent
+        Events: `retrieved` (the chunks), `token`s of the answer as it is written, then
+        one `done` event holding the `ask --json` object (checked citations and
+        references), or an `error` event."""
+        if not body.question.strip():
+            raise BadRequest("the question is empty")
+        syncer.poke()
+        history = turns(body.history)
+        k = body.top_k or settings.top_k
+        filters = body.filters.filters() if body.filters else None
+        if body.stream:
+            return StreamingResponse(
+                _events(index, body.question, history, k, filters),
+                media_type="text/event-stream",
+                headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+            )
+        result = answer.ask(
+            body.question, history, lambda q: index.search(q, k, filters=filters), index.chat
+        )
+        return result.to_json()
+
+    return app
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    errors = exc.errors()
+    if not errors:
+        return "invalid request"
+    first = errors[0]
+    if first.get("type") == "json_invalid":
+        return "the body is not valid JSON"
+    where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}: {first.get('msg', 'invalid')}{more}"
+
+
+def _sse(event: str, data: Any) -> str:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+async def _events(
+    index: Index,
+    question: str,
+    history: list[answer.Turn],
+    k: int,
+    filters: retriever.Filters | None,
+) -> AsyncIterator[str]:
+    """Run the answer in a worker thread and relay what it produces as SSE events.
+
+    When the client goes away the generator is cancelled; the worker sees `stop` at the
+    next token and closes the model's stream, so the LLM stops generating too.
+    """
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[tuple[str, Any] | None] = asyncio.Queue()
+    stop = threading.Event()
+
+    def put(item: tuple[str, Any] | None) -> None:
+        loop.call_soon_threadsafe(queue.put_nowait, item)
+
+    def search(query: str) -> list:
+        hits = index.search(query, k, filters=filters)
+        put(("retrieved", {"query": query, "results": [h.to_json() for h in hits]}))
+        return hits
+
+    def show(pieces) -> str:
+        text = []
+        for piece in pieces:
+            if stop.is_set():
+                break
+            text.append(piece)
+            put(("token", {"text": piece}))
+        return "".join(text)
+
+    def work() -> None:
+        try:
+            result = answer.ask(question, history, search, index.chat, show=show)
+            if result.mode != "llm" or not result.hits:  # nothing was streamed
+                put(("token", {"text": result.text}))
+            put(("done", result.to_json()))
+        except AskmdError as exc:
+            put(("error", {"error": first_line(exc), "status": exc.status}))
+        except Exception as exc:  # noqa: BLE001 - reported as one line, logged in full
+            log.exception("internal error while answering")
+            put(("error", {"error": f"internal error ({type(exc).__name__})", "status": 500}))
+        finally:
+            put(None)
+
+    threading.Thread(target=work, name="askmd-answer", daemon=True).start()
+    try:
+        while (item := await queue.get()) is not None:
+            yield _sse(*item)
+    finally:
+        stop.set()

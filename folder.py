@@ -1,0 +1,137 @@
+"""Changes made to the knowledge folder on a client's behalf: the HTTP API's ingest and
+delete. The folder stays the source of truth, so these write files and leave the index
+to the next sync.
+
+Every name a client sends is checked before anything is touched: it must resolve inside
+the knowledge folder (no `..`, no absolute path elsewhere, no symlink out), be a file askmd
+reads (the include and exclude globs, no hidden part), and a note's bytes are parsed as the
+indexer would parse them before they are written. Files are written to a hidden temporary
+file and renamed into place, so no reader ever sees half of one. Nothing is destroyed: a
+deleted or overwritten note is moved into the trash folder inside the index folder.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path, PurePosixPath
+
+import notes
+from errors import BadNote, BadRequest, Forbidden, NotFound
+from settings import Settings
+
+MAX_NAME_CHARS = 1024
+
+
+def source_of(settings: Settings, name: str) -> str:
+    """The note's path relative to the knowledge folder, for a client's file name or path.
+
+    Raises BadRequest for a malformed name, Forbidden for one outside the folder.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise BadRequest("the file name is empty")
+    if len(name) > MAX_NAME_CHARS or any(ord(c) < 32 or c == "\x7f" for c in name):
+        raise BadRequest("the file name is too long or contains control characters")
+    if "\\" in name:
+        raise BadRequest(f"{name!r}: use / to separate folders")
+    if any(part in (".", "..") for part in name.split("/")):
+        raise Forbidden(f"{name}: . and .. are not allowed in a note's path")
+    root = settings.knowledge_dir.absolute()
+    path = Path(name)
+    if path.is_absolute():
+        lexical = Path(os.path.normpath(path))
+        if not lexical.is_relative_to(root):
+            real = lexical.resolve()
+            if not real.is_relative_to(root.resolve()):
+                raise Forbidden(f"{name}: not inside the knowledge folder")
+            lexical = root / real.relative_to(root.resolve())
+        relative = PurePosixPath(lexical.relative_to(root).as_posix())
+    else:
+        if "" in name.split("/"):
+            raise BadRequest(f"{name}: empty folder names (//, or a trailing /)")
+        relative = PurePosixPath(name)
+    parts = relative.parts
+    if any(p.startswith(".") for p in parts):
+        raise Forbidden(f"{name}: hidden files and folders are not notes")
+    source = relative.as_posix()
+    if not (root / source).resolve().is_relative_to(root.resolve()):
+        raise Forbidden(f"{name}: a symlink leads outside the knowledge folder")
+    if not notes.matches(source, settings.include) or notes.matches(source, settings.exclude):
+        raise BadRequest(
+            f"{source}: not a file askmd reads (include {', '.join(settings.include)}"
+            + (f"; exclude {', '.join(settings.exclude)}" if settings.exclude else "")
+            + ")"
+        )
+    return source
+
+
+def existing(settings: Settings, name: str) -> str:
+    """The source of a note that exists in the knowledge folder."""
+    source = source_of(settings, name)
+    path = settings.knowledge_dir / source
+    if not path.exists():
+        raise NotFound(f"{source}: no such note in the knowledge folder")
+    if not path.is_file():
+        raise BadRequest(f"{source}: not a regular file")
+    return source
+
+
+def write(settings: Settings, name: str, content: str) -> tuple[str, bool]:
+    """Write a note (UTF-8) into the knowledge folder; returns (source, changed).
+
+    The previous version of a note that is overwritten goes to the trash first.
+    """
+    source = source_of(settings, name)
+    data = content.encode("utf-8", errors="surrogatepass")
+    if len(data) > settings.max_file_bytes:
+        raise BadNote(
+            f"{source}: {len(data) / 1048576:.1f} MB, over the "
+            f"{settings.max_file_bytes / 1048576:.4g} MB limit (ASKMD_MAX_FILE_MB)"
+        )
+    try:
+        notes.parse(data, source)  # the indexer's own checks: NUL bytes, encoding
+    except notes.Unreadable as exc:
+        raise BadNote(f"{source}: {exc}") from None
+    path = settings.knowledge_dir / source
+    if path.is_file() and path.read_bytes() == data:
+        return source, False
+    if path.exists() and not path.is_file():
+        raise BadRequest(f"{source}: a folder or special file is in the way")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists():
+            to_trash(settings, source, copy=True)
+        handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(handle, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            os.chmod(temp, 0o644)
+            os.replace(temp, path)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise Forbidden(
+            f"{source}: cannot be written ({exc.strerror or exc}); is the knowledge folder "
+            "writable?"
+        ) from None
+    return source, True
+
+
+def to_trash(settings: Settings, source: str, copy: bool = False) -> Path:
+    """Move (or copy) a note into index_dir/trash/<time>/<its path>; return where it went."""
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f".{time.time_ns() % 10**9:09d}Z"
+    target = settings.index_dir / "trash" / stamp / source
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if copy:
+            shutil.copy2(settings.knowledge_dir / source, target)
+        else:
+            shutil.move(settings.knowledge_dir / source, target)
+    except OSError as exc:
+        raise Forbidden(f"{source}: cannot be moved to the trash ({exc.strerror or exc})") from None
+    return target

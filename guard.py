@@ -1,0 +1,158 @@
+"""What keeps the HTTP API private: checked on every request before any route runs.
+
+- Host: on a loopback address only loopback host names are served, so a web page that
+  rebinds its own DNS name to 127.0.0.1 cannot read the API (DNS rebinding).
+- Origin: a browser request from another site is refused. With JSON-only bodies (below)
+  a browser cannot even send one without a CORS preflight, which is never granted.
+- Token: with ASKMD_API_TOKEN set, /api/ needs `Authorization: Bearer <token>`, except
+  /api/v1/health; compared in constant time.
+- Size: a body larger than the note size limit allows is refused with 413 as soon as its
+  length is known, whether declared or streamed.
+- Content type: bodies must be JSON, which makes cross-site form posts impossible.
+- Headers: the page gets a strict Content-Security-Policy; nothing may frame it.
+
+A refusal is {"error": ...} with its status, like every other error.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+from urllib.parse import urlsplit
+
+from starlette.exceptions import HTTPException
+
+from settings import Settings
+
+PUBLIC = ("/api/v1/health",)
+LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
+PAGE_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'"
+)
+
+
+def body_limit(settings: Settings) -> int:
+    """The largest request body: a note at the size limit, JSON-escaped (\\uXXXX can
+    double CJK text), plus room for the other fields."""
+    return 2 * settings.max_file_bytes + 64 * 1024
+
+
+def is_loopback(host: str) -> bool:
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Refused(HTTPException):
+    """An HTTPException, so a refusal raised while a route reads the body keeps its status."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None):
+        super().__init__(status, message, headers)
+        self.status, self.message = status, message
+
+
+class Guard:
+    """Pure ASGI middleware, so it also covers streamed responses and the body stream."""
+
+    def __init__(self, app, settings: Settings, loopback_only: bool = True):
+        self.app = app
+        self.token = settings.api_token.encode()
+        self.limit = body_limit(settings)
+        self.loopback_only = loopback_only  # False when listening beyond this machine
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        try:
+            self._check(scope, headers)
+        except Refused as refused:
+            return await _refuse(send, refused)
+        receive = self._limited(receive)
+        path = scope["path"]
+        page = not path.startswith(("/api/", "/docs", "/openapi.json", "/static-offline-docs"))
+
+        async def send_with_headers(message):
+            if message["type"] == "http.response.start":
+                extra = [
+                    (b"x-content-type-options", b"nosniff"),
+                    (b"referrer-policy", b"no-referrer"),
+                    (b"x-frame-options", b"DENY"),
+                ]
+                if page:
+                    extra.append((b"content-security-policy", PAGE_POLICY.encode()))
+                message["headers"] = list(message.get("headers", [])) + extra
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_headers)
+        except Refused as refused:  # the body grew past the limit while being read
+            await _refuse(send, refused)
+
+    def _check(self, scope, headers: dict[str, str]) -> None:
+        host = urlsplit("//" + headers.get("host", "")).hostname or ""
+        if self.loopback_only and not is_loopback(host):
+            raise Refused(403, f"host {host or '(none)'} is not served; use 127.0.0.1")
+        origin = headers.get("origin")
+        if origin and origin != "null":
+            seen = urlsplit(origin)
+            if seen.netloc.lower() != headers.get("host", "").lower():
+                raise Refused(403, f"cross-origin requests are refused ({origin})")
+        elif origin == "null":
+            raise Refused(403, "requests from sandboxed or file:// pages are refused")
+        path = scope["path"]
+        if self.token and path.startswith("/api/") and path not in PUBLIC:
+            given = headers.get("authorization", "")
+            scheme, _, value = given.partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(
+                value.strip().encode(), self.token
+            ):
+                raise Refused(
+                    401,
+                    "a valid API token is needed: Authorization: Bearer <ASKMD_API_TOKEN>",
+                    {"www-authenticate": "Bearer"},
+                )
+        length = headers.get("content-length")
+        if length is not None:
+            if not length.isdigit():
+                raise Refused(400, "Content-Length is not a number")
+            if int(length) > self.limit:
+                raise Refused(413, f"the request body is over {self.limit // 1048576} MB")
+        method = scope["method"]
+        if method in ("POST", "PUT", "PATCH") and path.startswith("/api/"):
+            kind = headers.get("content-type", "").split(";")[0].strip().lower()
+            if kind != "application/json":
+                raise Refused(415, "send the body as JSON (Content-Type: application/json)")
+
+    def _limited(self, receive):
+        seen = 0
+        limit = self.limit
+
+        async def wrapped():
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    raise Refused(413, f"the request body is over {limit // 1048576} MB")
+            return message
+
+        return wrapped
+
+
+async def _refuse(send, refused: Refused) -> None:
+    body = json.dumps({"error": refused.message}).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    headers += [(k.encode(), v.encode()) for k, v in (refused.headers or {}).items()]
+    await send({"type": "http.response.start", "status": refused.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,70 @@
+"""The server's writing side: one writer at a time, and notes edited on disk picked up.
+
+Ingests and deletes wait their turn for the writer; searches never wait for it (the
+index's read-write lock guards only each commit). Between requests, a search or ask
+starts a background re-sync when the last one is older than RESCAN_SECONDS, so notes
+edited in an editor reach the server within seconds, without any request waiting for it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from errors import AskmdError, Busy, first_line
+from pipeline import Index
+
+RESCAN_SECONDS = 2.0
+WRITER_WAIT_SECONDS = 300.0  # an ingest behind a long one waits this long, then 409
+
+log = logging.getLogger("askmd.server")
+T = TypeVar("T")
+
+
+class Syncer:
+    def __init__(self, index: Index):
+        self.index = index
+        self._writer = threading.Lock()
+        self._last_scan = time.monotonic()
+
+    def write(self, change: Callable[[], T]) -> T:
+        """Run a change to the folder and the sync after it, as the only writer."""
+        if not self._writer.acquire(timeout=WRITER_WAIT_SECONDS):
+            raise Busy("another change to the notes is still running; try again shortly")
+        try:
+            return change()
+        finally:
+            self._last_scan = time.monotonic()
+            self._writer.release()
+
+    def sync(self):
+        """Sync now; for a caller that already holds the writer (inside `write`)."""
+        return self.index.sync(show_progress=False)
+
+    def poke(self) -> None:
+        """Re-sync in the background if it is time and no writer is busy."""
+        if time.monotonic() - self._last_scan < RESCAN_SECONDS:
+            return
+        if not self._writer.acquire(blocking=False):
+            return
+        self._last_scan = time.monotonic()
+        threading.Thread(target=self._rescan, name="askmd-rescan", daemon=True).start()
+
+    def _rescan(self) -> None:
+        try:
+            report = self.index.sync(show_progress=False)
+            changed = report.files_added + report.files_changed + report.files_deleted
+            if changed:
+                log.warning(
+                    "re-indexed %d changed note(s): %d chunks now", changed, report.chunks_total
+                )
+        except AskmdError as exc:  # e.g. `index` running in another process: try later
+            log.warning("background sync skipped: %s", first_line(exc))
+        except Exception:  # noqa: BLE001 - a bug; the server keeps serving
+            log.exception("background sync failed")
+        finally:
+            self._last_scan = time.monotonic()
+            self._writer.release()
