@@ -132,6 +132,18 @@ def to_trash(settings: Settings, source: str, copy: bool = False) -> Path:
             shutil.copy2(settings.knowledge_dir / source, target)
         else:
             shutil.move(settings.knowledge_dir / source, target)
+            _remove_empty_parents(settings.knowledge_dir, source)
     except OSError as exc:
         raise Forbidden(f"{source}: cannot be moved to the trash ({exc.strerror or exc})") from None
     return target
+
+
+def _remove_empty_parents(root: Path, source: str) -> None:
+    """Folders that held only the deleted note go too (never the knowledge folder)."""
+    for parent in PurePosixPath(source).parents:
+        if str(parent) == ".":
+            return
+        try:
+            (root / parent).rmdir()
+        except OSError:  # not empty, or already gone
+            return

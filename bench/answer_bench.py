@@ -64,7 +64,7 @@ def summary(name: str, values: list[float]) -> dict:
     return row
 
 
-class _InstantLLM(BaseHTTPRequestHandler):
+class InstantLLM(BaseHTTPRequestHandler):
     """Streams a fixed cited reply in 20 pieces with no delay."""
 
     def do_POST(self) -> None:
@@ -128,7 +128,7 @@ def main() -> None:
             own.append((time.perf_counter() - start) * 1000)
     summary("search + prompt (in-process)", own)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _InstantLLM)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), InstantLLM)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     chat = Chat(f"http://127.0.0.1:{server.server_port}/v1", "k", "stub")
     first_piece_ms(index, chat, "warm-up", args.k)

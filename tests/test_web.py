@@ -1,0 +1,184 @@
+"""The web page in a real headless Chromium (Debian's `chromium`, driven by playwright with
+its executable path: no browser download), against the real server.
+
+The LLM is the scripted OpenAI-compatible server on 127.0.0.1, which sends the answer in
+pieces with pauses, so the test can see the answer growing before it is complete.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import NOTES, missing, write_notes
+from tests.openai_server import OpenAIServer
+from tests.serving import Served
+
+ANSWER = "The API listens on port 8420 [1]. Metrics use another port [2]."
+TOKEN = "page-test-token-0123456789abcdef"
+PHONE = {"width": 375, "height": 740}
+
+
+def chromium_path() -> str:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        missing("Debian's chromium is not installed (apt-get install chromium)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        missing("playwright is not installed (pip install -r requirements-dev.txt)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
+        yield browser
+        browser.close()
+
+
+def slow_answer(body: dict) -> Iterator[dict]:
+    """The chat route: ANSWER in word-sized pieces, 60 ms apart (a rewrite gets the
+    question back, so follow-ups search for it)."""
+    text = ANSWER
+    if "Rewrite" in body["messages"][0]["content"]:
+        text = body["messages"][-1]["content"]
+    for piece in text.split(" "):
+        time.sleep(0.06)
+        yield {
+            "id": "c1",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": body["model"],
+            "choices": [{"index": 0, "delta": {"content": piece + " "}, "finish_reason": None}],
+        }
+
+
+@pytest.fixture(scope="module")
+def llm() -> Iterator[OpenAIServer]:
+    with OpenAIServer() as server:
+        server.routes["/v1/chat/completions"] = slow_answer
+        server.routes["/v1/models"] = lambda body: {"object": "list", "data": [{"id": "m1"}]}
+        yield server
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory, llm: OpenAIServer) -> Iterator[Served]:
+    root = tmp_path_factory.mktemp("web")
+    knowledge = write_notes(root / "kb", NOTES)
+    with Served(
+        knowledge, root / "ix", OPENAI_BASE_URL=llm.url, OPENAI_API_KEY="sk-test"
+    ) as server:
+        server.knowledge = knowledge
+        yield server
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1000, "height": 800})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.errors = errors
+    yield page
+    context.close()
+
+
+def test_a_question_streams_an_answer_whose_citation_opens_its_reference(site, page) -> None:
+    page.goto(site.url)
+    assert page.evaluate("document.activeElement.id") == "question"  # ready to type
+    page.keyboard.type("What port does the API listen on?")
+    page.keyboard.press("Enter")
+    answer = page.locator(".turn .answer").first
+    # Mid-stream: part of the answer is shown while the page still marks it busy.
+    page.wait_for_function(
+        "() => { const a = document.querySelector('.turn .answer');"
+        " return a.getAttribute('aria-busy') === 'true' && a.textContent.includes('API'); }"
+    )
+    page.wait_for_selector(".turn .references li")
+    assert answer.get_attribute("aria-busy") == "false"
+    assert "8420" in answer.inner_text()
+    # The retrieved chunks were shown too.
+    assert page.locator(".turn .retrieved li").count() >= 1
+    # Keyboard only: Tab to the first citation in the answer and open it.
+    citation = answer.locator("button.cite").first
+    assert citation.inner_text() == "[1]"
+    citation.focus()
+    page.keyboard.press("Enter")
+    dialog = page.locator("dialog#reference")
+    dialog.wait_for(state="visible")
+    assert "guides/ports.md" in dialog.inner_text()
+    assert "Ports" in page.locator("#ref-where").inner_text()
+    assert "8420" in page.locator("#ref-text").inner_text()
+    page.keyboard.press("Escape")
+    dialog.wait_for(state="hidden")
+    assert page.errors == []
+
+
+def test_the_reference_list_quotes_each_cited_source(site, page) -> None:
+    page.goto(site.url)
+    page.fill("#question", "Which port is the API on?")
+    page.click("#ask")
+    page.wait_for_selector(".turn .references li")
+    items = page.locator(".turn .references li")
+    assert items.count() >= 1
+    first = items.first.inner_text()
+    assert "guides/ports.md" in first and "lines" in first
+
+
+def test_a_note_pasted_into_the_page_is_indexed_and_found(site, page) -> None:
+    page.goto(site.url)
+    page.click("#add summary")
+    page.fill("#file-name", "pasted/kiln.md")
+    page.fill("#content", "# Kiln\n\nThe kiln is fired to cone 6 every Thursday.\n")
+    page.click("#add-form button[type=submit]")
+    page.wait_for_function("() => document.querySelector('#add-status').textContent.includes('created')")
+    assert (site.knowledge / "pasted/kiln.md").read_text().startswith("# Kiln")
+    page.wait_for_function("() => document.querySelector('#stats').textContent.includes('3 notes')")
+
+
+def test_an_uploaded_file_fills_the_note_box(site, page, tmp_path: Path) -> None:
+    upload = tmp_path / "glaze.md"
+    upload.write_text("# Glaze\n\nCeladon glaze needs reduction.\n", encoding="utf-8")
+    page.goto(site.url)
+    page.click("#add summary")
+    page.set_input_files("#upload", str(upload))
+    page.wait_for_function("() => document.querySelector('#content').value.includes('Celadon')")
+    assert page.input_value("#file-name") == "glaze.md"
+
+
+def test_at_phone_width_nothing_scrolls_sideways(site, browser) -> None:
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    page.goto(site.url)
+    page.fill("#question", "What port does the API listen on?")
+    page.click("#ask")
+    page.wait_for_selector(".turn .references li")
+    page.click(".turn .retrieved summary")
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= PHONE["width"]
+    box = page.locator("#ask").bounding_box()
+    assert box is not None and box["height"] >= 40  # big enough to tap
+    context.close()
+
+
+def test_a_server_with_a_token_asks_for_it_then_works(tmp_path, browser) -> None:
+    knowledge = write_notes(tmp_path / "kb", NOTES)
+    with Served(knowledge, tmp_path / "ix", ASKMD_API_TOKEN=TOKEN) as server:
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(server.url)
+        page.wait_for_selector("#token-form:not([hidden])")
+        page.fill("#token", TOKEN)
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => document.querySelector('#stats').textContent.includes('2 notes')")
+        page.fill("#question", "What port does the API listen on?")
+        page.keyboard.press("Enter")
+        page.wait_for_selector(".turn .references li")
+        assert "8420" in page.locator(".turn .answer").inner_text()
+        context.close()

@@ -1,0 +1,349 @@
+// askmd's page: ask, watch the answer stream, open its citations, add notes.
+// Plain JavaScript with no build step and nothing fetched from elsewhere.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const state = {
+  history: [], // {question, answer} of earlier turns, for follow-up questions
+  controller: null, // aborts the running answer
+  token: sessionStorage.getItem("askmd-token") || "",
+};
+const turns = new WeakMap(); // each turn's node -> its hits and references, for citations
+
+// --- talking to the API ----------------------------------------------------------------
+
+class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+async function api(path, options = {}) {
+  const headers = { ...(options.headers || {}) };
+  if (options.body !== undefined) headers["Content-Type"] = "application/json";
+  if (state.token) headers["Authorization"] = `Bearer ${state.token}`;
+  const response = await fetch(path, {
+    ...options,
+    headers,
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+  });
+  if (!response.ok) {
+    let message = `${response.status} ${response.statusText}`;
+    try {
+      message = (await response.json()).error || message;
+    } catch (_) {
+      /* not JSON: keep the status line */
+    }
+    if (response.status === 401) askForToken();
+    throw new ApiError(response.status, message);
+  }
+  return response;
+}
+
+// Server-Sent Events from a POST (EventSource can only GET): yields {event, data}.
+async function* events(response) {
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let event = "message";
+      const data = [];
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event:")) event = line.slice(6).trim();
+        else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+      }
+      if (data.length) yield { event, data: JSON.parse(data.join("\n")) };
+    }
+  }
+}
+
+// --- rendering -------------------------------------------------------------------------
+
+function escapeHtml(text) {
+  return text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+}
+
+// Inline Markdown on escaped text: `code`, **bold**, and [n] citations as buttons.
+function inline(text) {
+  return text
+    .split(/(`[^`\n]+`)/)
+    .map((part) => {
+      if (/^`[^`\n]+`$/.test(part)) return `<code>${escapeHtml(part.slice(1, -1))}</code>`;
+      return escapeHtml(part)
+        .replace(/\*\*([^*\n]+)\*\*/g, "<strong>$1</strong>")
+        .replace(/\[(\d{1,3})\]/g, (_, n) => `<button type="button" class="cite" data-n="${n}" aria-label="source ${n}">[${n}]</button>`);
+    })
+    .join("");
+}
+
+// A small, safe subset of Markdown: fences, headings, lists, paragraphs.
+function markdown(text) {
+  const html = [];
+  const blocks = text.replace(/\r\n?/g, "\n").split(/(```[^\n]*\n[\s\S]*?(?:\n```|$))/);
+  for (const block of blocks) {
+    if (block.startsWith("```")) {
+      const body = block.replace(/^```[^\n]*\n/, "").replace(/\n```$/, "");
+      html.push(`<pre><code>${escapeHtml(body)}</code></pre>`);
+      continue;
+    }
+    for (const para of block.split(/\n{2,}/)) {
+      const lines = para.split("\n").filter((l) => l.trim());
+      if (!lines.length) continue;
+      if (lines.every((l) => /^\s*([-*+]|\d+[.)])\s+/.test(l))) {
+        const tag = /^\s*\d/.test(lines[0]) ? "ol" : "ul";
+        const items = lines.map((l) => `<li>${inline(l.replace(/^\s*([-*+]|\d+[.)])\s+/, ""))}</li>`);
+        html.push(`<${tag}>${items.join("")}</${tag}>`);
+      } else if (lines.length === 1 && /^#{1,6}\s/.test(lines[0])) {
+        html.push(`<h4>${inline(lines[0].replace(/^#+\s*/, ""))}</h4>`);
+      } else {
+        html.push(`<p>${lines.map(inline).join("<br>")}</p>`);
+      }
+    }
+  }
+  return html.join("");
+}
+
+function where(item) {
+  const chain = item.heading_chain ? ` › ${item.heading_chain}` : "";
+  return `${item.source}${chain} · lines ${item.line_start}–${item.line_end}`;
+}
+
+// --- one question ----------------------------------------------------------------------
+
+function newTurn(question) {
+  const node = $("turn-template").content.firstElementChild.cloneNode(true);
+  node.querySelector(".question").textContent = question;
+  $("conversation").append(node);
+  node.scrollIntoView({ block: "start", behavior: "smooth" });
+  const turn = {
+    node,
+    answer: node.querySelector(".answer"),
+    notice: node.querySelector(".notice"),
+    hits: [],
+    references: new Map(),
+  };
+  turns.set(node, turn);
+  return turn;
+}
+
+function showRetrieved(turn, results) {
+  turn.hits = results;
+  const box = turn.node.querySelector(".retrieved");
+  const list = box.querySelector("ol");
+  list.replaceChildren(
+    ...results.map((hit) => {
+      const li = document.createElement("li");
+      li.innerHTML = `<p class="muted small">${escapeHtml(where(hit))} · score ${hit.score.toFixed(3)}</p><pre class="chunk"></pre>`;
+      li.querySelector("pre").textContent = hit.text;
+      return li;
+    })
+  );
+  box.querySelector("summary").textContent = `Retrieved chunks (${results.length})`;
+  box.hidden = results.length === 0;
+}
+
+function showDone(turn, result) {
+  turn.answer.innerHTML = markdown(result.answer);
+  turn.answer.setAttribute("aria-busy", "false");
+  turn.references = new Map(result.references.map((r) => [r.n, r]));
+  const box = turn.node.querySelector(".references");
+  box.querySelector("ol").replaceChildren(
+    ...result.references.map((ref) => {
+      const li = document.createElement("li");
+      li.value = ref.n;
+      li.innerHTML = `<button type="button" class="cite" data-n="${ref.n}">[${ref.n}]</button> <span class="small"></span><blockquote></blockquote>`;
+      li.querySelector("span").textContent = where(ref);
+      li.querySelector("blockquote").textContent = ref.text;
+      return li;
+    })
+  );
+  box.hidden = result.references.length === 0;
+  const notes = [];
+  if (result.invalid_citations.length) {
+    notes.push(`The answer cited ${result.invalid_citations.map((n) => `[${n}]`).join(", ")}, which matched no source; removed.`);
+  }
+  if (result.mode === "llm" && turn.hits.length && !result.citations.length) {
+    notes.push("The answer cites none of the sources; check it against the retrieved chunks.");
+  }
+  if (result.mode === "extractive" && turn.hits.length) {
+    notes.push("No LLM is configured, so these are sentences quoted from your notes.");
+  }
+  turn.notice.textContent = notes.join(" ");
+  turn.notice.hidden = notes.length === 0;
+}
+
+function showError(turn, message) {
+  turn.answer.setAttribute("aria-busy", "false");
+  const p = document.createElement("p");
+  p.className = "error";
+  p.setAttribute("role", "alert");
+  p.textContent = message;
+  turn.answer.append(p);
+}
+
+async function ask(question) {
+  const turn = newTurn(question);
+  const controller = new AbortController();
+  state.controller = controller;
+  setBusy(true);
+  let text = "";
+  let pending = false;
+  const render = () => {
+    pending = false;
+    turn.answer.innerHTML = markdown(text) || '<p class="muted">writing…</p>';
+  };
+  try {
+    const response = await api("/api/v1/ask", {
+      method: "POST",
+      body: { question, history: state.history.slice(-6), stream: true },
+      signal: controller.signal,
+    });
+    for await (const { event, data } of events(response)) {
+      if (event === "retrieved") {
+        showRetrieved(turn, data.results);
+        turn.answer.innerHTML = '<p class="muted">waiting for the answer…</p>';
+      } else if (event === "token") {
+        text += data.text;
+        if (!pending) {
+          pending = true;
+          requestAnimationFrame(render);
+        }
+      } else if (event === "done") {
+        showDone(turn, data);
+        state.history.push({ question, answer: data.answer });
+      } else if (event === "error") {
+        showError(turn, data.error);
+      }
+    }
+  } catch (error) {
+    if (error.name === "AbortError") {
+      render();
+      showError(turn, "stopped");
+    } else {
+      showError(turn, error.message);
+    }
+  } finally {
+    state.controller = null;
+    setBusy(false);
+    refreshStats();
+  }
+}
+
+function setBusy(busy) {
+  $("ask").disabled = busy;
+  $("stop").hidden = !busy;
+  if (!busy) $("question").focus();
+}
+
+// --- citations open their reference ----------------------------------------------------
+
+function openReference(turnNode, n) {
+  const turn = turns.get(turnNode);
+  const ref = turn && (turn.references.get(n) || (turn.hits[n - 1] && { n, ...turn.hits[n - 1] }));
+  if (!ref) return;
+  $("ref-title").textContent = `[${n}] ${ref.source}`;
+  $("ref-where").textContent = where(ref);
+  $("ref-text").textContent = ref.text;
+  $("reference").showModal();
+}
+
+// --- stats, token, notes ---------------------------------------------------------------
+
+async function refreshStats() {
+  try {
+    const stats = await (await api("/api/v1/stats")).json();
+    const model = stats.embedder.replace(/^local:/, "");
+    const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+    $("stats").textContent = `${plural(stats.files, "note")} · ${plural(stats.chunks, "chunk")} · ${model}`;
+  } catch (error) {
+    $("stats").textContent = error.status === 401 ? "token needed" : `stats unavailable: ${error.message}`;
+  }
+}
+
+function askForToken() {
+  $("token-form").hidden = false;
+  $("token").focus();
+}
+
+async function addNote(event) {
+  event.preventDefault();
+  const status = $("add-status");
+  status.className = "small";
+  status.textContent = "indexing…";
+  try {
+    const response = await api("/api/v1/ingest", {
+      method: "POST",
+      body: { file_name: $("file-name").value.trim(), content: $("content").value },
+    });
+    const result = await response.json();
+    status.textContent = `${result.file}: ${result.status}, ${result.chunks} chunk${result.chunks === 1 ? "" : "s"}`;
+    refreshStats();
+  } catch (error) {
+    status.className = "small error";
+    status.textContent = error.message;
+  }
+}
+
+function upload() {
+  const file = $("upload").files[0];
+  if (!file) return;
+  const reader = new FileReader();
+  reader.onload = () => {
+    $("content").value = reader.result;
+    if (!$("file-name").value.trim()) $("file-name").value = file.name;
+  };
+  reader.onerror = () => {
+    $("add-status").textContent = `cannot read ${file.name}`;
+  };
+  reader.readAsText(file);
+}
+
+// --- wiring ----------------------------------------------------------------------------
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("ask-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const question = $("question").value.trim();
+    if (!question || state.controller) return;
+    $("question").value = "";
+    ask(question);
+  });
+  $("question").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      $("ask-form").requestSubmit();
+    }
+  });
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && state.controller && !$("reference").open) state.controller.abort();
+  });
+  $("stop").addEventListener("click", () => state.controller && state.controller.abort());
+  $("new").addEventListener("click", () => {
+    state.history = [];
+    $("conversation").replaceChildren();
+    $("question").focus();
+  });
+  $("conversation").addEventListener("click", (event) => {
+    const button = event.target.closest("button.cite");
+    if (button) openReference(button.closest(".turn"), Number(button.dataset.n));
+  });
+  $("token-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    state.token = $("token").value.trim();
+    sessionStorage.setItem("askmd-token", state.token);
+    $("token-form").hidden = true;
+    refreshStats();
+  });
+  $("add-form").addEventListener("submit", addNote);
+  $("upload").addEventListener("change", upload);
+  refreshStats();
+  $("question").focus();
+});
