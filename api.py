@@ -184,8 +184,9 @@ def create_app(index: Index, loopback_only: bool = True) -> FastAPIOffline:
     @app.post("/api/v1/ingest", tags=["notes"])
     def ingest(body: IngestBody) -> dict:
         """Index a note: one already in the knowledge folder (`file_path`), or new text
-        (`content` + `file_name`) written into it first. Returns `status` created, updated
-        or unchanged, the note's path and its chunk count."""
+        (`content` + `file_name`) written into it first. Returns the note's path, its chunk
+        count and `status`: for content, whether the file was created, updated or left
+        unchanged; for file_path, whether the index gained, updated or already had it."""
         if body.file_path is not None and (body.content is not None or body.file_name):
             raise BadRequest("give file_path, or content with file_name, not both")
         if body.file_path is None and (body.content is None or not body.file_name):
@@ -197,8 +198,9 @@ def create_app(index: Index, loopback_only: bool = True) -> FastAPIOffline:
             else:
                 source = folder.source_of(settings, body.file_name or "")
             before = index.manifest.files().get(source)
+            written = None
             if body.content is not None:
-                folder.write(settings, source, body.content)
+                written = folder.write(settings, source, body.content)
             report = syncer.sync()
             for skipped in report.files_skipped:
                 if skipped.source == source:
@@ -206,9 +208,12 @@ def create_app(index: Index, loopback_only: bool = True) -> FastAPIOffline:
             after = index.manifest.files().get(source)
             if after is None:
                 raise AskmdError(f"{source} was not indexed")
-            status = "created" if before is None else "unchanged"
-            if before is not None and before.md5 != after.md5:
-                status = "updated"
+            if written:  # content: what happened to the file
+                status = written
+            elif before is None:  # file_path: what happened in the index
+                status = "created"
+            else:
+                status = "updated" if before.md5 != after.md5 else "unchanged"
             return {"status": status, "file": source, "chunks": after.chunks}
 
         return syncer.write(change)

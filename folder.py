@@ -34,6 +34,10 @@ def source_of(settings: Settings, name: str) -> str:
         raise BadRequest("the file name is empty")
     if len(name) > MAX_NAME_CHARS or any(ord(c) < 32 or c == "\x7f" for c in name):
         raise BadRequest("the file name is too long or contains control characters")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadRequest("the file name is not valid Unicode (a lone surrogate)") from None
     if "\\" in name:
         raise BadRequest(f"{name!r}: use / to separate folders")
     if any(part in (".", "..") for part in name.split("/")):
@@ -78,11 +82,9 @@ def existing(settings: Settings, name: str) -> str:
     return source
 
 
-def write(settings: Settings, name: str, content: str) -> tuple[str, bool]:
-    """Write a note (UTF-8) into the knowledge folder; returns (source, changed).
-
-    The previous version of a note that is overwritten goes to the trash first.
-    """
+def write(settings: Settings, name: str, content: str) -> str:
+    """Write a note (UTF-8) into the knowledge folder; returns "created", "updated" or
+    "unchanged". The previous version of a note that is overwritten goes to the trash."""
     source = source_of(settings, name)
     data = content.encode("utf-8", errors="surrogatepass")
     if len(data) > settings.max_file_bytes:
@@ -96,12 +98,13 @@ def write(settings: Settings, name: str, content: str) -> tuple[str, bool]:
         raise BadNote(f"{source}: {exc}") from None
     path = settings.knowledge_dir / source
     if path.is_file() and path.read_bytes() == data:
-        return source, False
-    if path.exists() and not path.is_file():
+        return "unchanged"
+    existed = path.exists()
+    if existed and not path.is_file():
         raise BadRequest(f"{source}: a folder or special file is in the way")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        if path.exists():
+        if existed:
             to_trash(settings, source, copy=True)
         handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:
@@ -119,7 +122,7 @@ def write(settings: Settings, name: str, content: str) -> tuple[str, bool]:
             f"{source}: cannot be written ({exc.strerror or exc}); is the knowledge folder "
             "writable?"
         ) from None
-    return source, True
+    return "updated" if existed else "created"
 
 
 def to_trash(settings: Settings, source: str, copy: bool = False) -> Path:

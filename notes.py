@@ -108,6 +108,12 @@ def find(
                 continue
             source = (rel_dir / name).as_posix()
             if matches(source, include) and not matches(source, exclude):
+                try:
+                    source.encode("utf-8")
+                except UnicodeEncodeError:  # a name in another encoding, kept by os.walk
+                    shown = os.fsencode(source).decode("utf-8", errors="replace")
+                    skipped.append(Skipped(shown, "named in an encoding other than UTF-8; rename it"))
+                    continue
                 found.append(source)
     return sorted(found), skipped
 

@@ -777,3 +777,14 @@ def test_read_a_broken_symlink_does_not_claim_it_vanished(tmp_path):
     reason = unreadable_reason(notes.read, tmp_path, "broken.md")
     assert reason != "vanished before it could be read"
     assert "symlink" in reason
+
+
+def test_a_file_name_that_is_not_utf8_is_skipped_not_fatal(tmp_path: Path) -> None:
+    (tmp_path / "good.md").write_text("# Good\n", encoding="utf-8")
+    with open(os.fsencode(tmp_path) + b"/bad\x80.md", "wb") as handle:
+        handle.write(b"# Bad\n")
+    found, skipped = notes.find(tmp_path, ("*.md",))
+    assert found == ["good.md"]
+    assert [(s.source, s.reason) for s in skipped] == [
+        ("bad\ufffd.md", "named in an encoding other than UTF-8; rename it")
+    ]
