@@ -112,7 +112,8 @@ def find(
                     source.encode("utf-8")
                 except UnicodeEncodeError:  # a name in another encoding, kept by os.walk
                     shown = os.fsencode(source).decode("utf-8", errors="replace")
-                    skipped.append(Skipped(shown, "named in an encoding other than UTF-8; rename it"))
+                    reason = "named in an encoding other than UTF-8; rename it"
+                    skipped.append(Skipped(shown, reason))
                     continue
                 found.append(source)
     return sorted(found), skipped

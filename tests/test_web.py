@@ -30,6 +30,11 @@ def chromium_path() -> str:
     return path
 
 
+def wait_text(page, selector: str, text: str) -> None:
+    """Wait until the element shows `text` (no script evaluation: the page's CSP forbids it)."""
+    page.locator(selector).filter(has_text=text).wait_for()
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator:
     try:
@@ -137,9 +142,9 @@ def test_a_note_pasted_into_the_page_is_indexed_and_found(site, page) -> None:
     page.fill("#file-name", "pasted/kiln.md")
     page.fill("#content", "# Kiln\n\nThe kiln is fired to cone 6 every Thursday.\n")
     page.click("#add-form button[type=submit]")
-    page.wait_for_function("() => document.querySelector('#add-status').textContent.includes('created')")
+    wait_text(page, "#add-status", "created")
     assert (site.knowledge / "pasted/kiln.md").read_text().startswith("# Kiln")
-    page.wait_for_function("() => document.querySelector('#stats').textContent.includes('3 notes')")
+    wait_text(page, "#stats", "3 notes")
 
 
 def test_an_uploaded_file_fills_the_note_box(site, page, tmp_path: Path) -> None:
@@ -176,7 +181,7 @@ def test_a_server_with_a_token_asks_for_it_then_works(tmp_path, browser) -> None
         page.wait_for_selector("#token-form:not([hidden])")
         page.fill("#token", TOKEN)
         page.keyboard.press("Enter")
-        page.wait_for_function("() => document.querySelector('#stats').textContent.includes('2 notes')")
+        wait_text(page, "#stats", "2 notes")
         page.fill("#question", "What port does the API listen on?")
         page.keyboard.press("Enter")
         page.wait_for_selector(".turn .references li")
