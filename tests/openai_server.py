@@ -16,7 +16,7 @@ import random
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -168,3 +168,43 @@ def _handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
             pass  # keep test output clean; `requests` has everything
 
     return Handler
+
+
+def chunk(text: str) -> dict:
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "test-chat",
+        "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}],
+    }
+
+
+class ChatScript:
+    """A chat route for askmd: a rewrite gets the question back; an answer streams `pieces`."""
+
+    def __init__(self, pieces: list[str], delay: float = 0.0) -> None:
+        self.pieces = pieces
+        self.delay = delay
+        self.questions: list[str] = []  # the question of every answer request, in order
+        self.sent = 0  # pieces written by the last answer
+        self.ended = threading.Event()  # the last answer's generator has finished or closed
+
+    def __call__(self, body: dict) -> Iterator[dict]:
+        said = body["messages"][-1]["content"]
+        if said.endswith("Rewritten question:"):
+            question = said.split("Last question: ", 1)[1].split("\n", 1)[0]
+            return iter([chunk(question)])
+        self.questions.append(said.rsplit("Question: ", 1)[1].split("\n", 1)[0])
+        self.sent = 0
+        self.ended.clear()
+        return self._answer()
+
+    def _answer(self) -> Iterator[dict]:
+        try:
+            for piece in self.pieces:
+                yield chunk(piece)
+                self.sent += 1
+                time.sleep(self.delay)
+        finally:
+            self.ended.set()

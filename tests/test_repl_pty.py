@@ -10,7 +10,6 @@ import io
 import re
 import shutil
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import NOTES, ROOT, clean_env, index_once, missing, write_notes
-from tests.openai_server import OpenAIServer
+from tests.openai_server import ChatScript, OpenAIServer
 
 try:
     import pexpect
@@ -37,46 +36,6 @@ ANSI = re.compile(
 def plain(text: str) -> str:
     """Terminal output without escape sequences and carriage returns."""
     return ANSI.sub("", text).replace("\r", "")
-
-
-def chunk(text: str) -> dict:
-    return {
-        "id": "chatcmpl-test",
-        "object": "chat.completion.chunk",
-        "created": 0,
-        "model": "test-chat",
-        "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}],
-    }
-
-
-class ChatScript:
-    """The chat route: a rewrite gets the question back; an answer streams `pieces`."""
-
-    def __init__(self, pieces: list[str], delay: float = 0.0) -> None:
-        self.pieces = pieces
-        self.delay = delay
-        self.questions: list[str] = []  # the question of every answer request, in order
-        self.sent = 0  # pieces written by the last answer
-        self.ended = threading.Event()  # the last answer's generator has finished or closed
-
-    def __call__(self, body: dict) -> Iterator[dict]:
-        said = body["messages"][-1]["content"]
-        if said.endswith("Rewritten question:"):
-            question = said.split("Last question: ", 1)[1].split("\n", 1)[0]
-            return iter([chunk(question)])
-        self.questions.append(said.rsplit("Question: ", 1)[1].split("\n", 1)[0])
-        self.sent = 0
-        self.ended.clear()
-        return self._answer()
-
-    def _answer(self) -> Iterator[dict]:
-        try:
-            for piece in self.pieces:
-                yield chunk(piece)
-                self.sent += 1
-                time.sleep(self.delay)
-        finally:
-            self.ended.set()
 
 
 class Term:
