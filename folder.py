@@ -23,6 +23,7 @@ from errors import BadNote, BadRequest, Forbidden, NotFound
 from settings import Settings
 
 MAX_NAME_CHARS = 1024
+MAX_PART_BYTES = 255  # the longest file name common file systems allow
 
 
 def source_of(settings: Settings, name: str) -> str:
@@ -57,6 +58,8 @@ def source_of(settings: Settings, name: str) -> str:
             raise BadRequest(f"{name}: empty folder names (//, or a trailing /)")
         relative = PurePosixPath(name)
     parts = relative.parts
+    if any(len(part.encode()) > MAX_PART_BYTES for part in parts):
+        raise BadRequest(f"a file or folder name is over {MAX_PART_BYTES} bytes")
     if any(p.startswith(".") for p in parts):
         raise Forbidden(f"{name}: hidden files and folders are not notes")
     source = relative.as_posix()
@@ -106,7 +109,7 @@ def write(settings: Settings, name: str, content: str) -> str:
         path.parent.mkdir(parents=True, exist_ok=True)
         if existed:
             to_trash(settings, source, copy=True)
-        handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        handle, temp = tempfile.mkstemp(prefix=".askmd-", suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(handle, "wb") as out:
                 out.write(data)
