@@ -243,6 +243,8 @@ def create_app(index: Index, loopback_only: bool = True) -> FastAPIOffline:
     @app.post("/api/v1/search", tags=["questions"])
     def search(body: SearchBody) -> dict:
         """The chunks that best match the query: the `search --json` object."""
+        if not body.query.strip():
+            raise BadRequest("the query is empty")
         syncer.poke()
         filters = body.filters.filters() if body.filters else None
         hits = index.search(body.query, body.top_k or settings.top_k, filters=filters)

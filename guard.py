@@ -27,6 +27,11 @@ from settings import Settings
 
 PUBLIC = ("/api/v1/health",)
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
+SAFE_HEADERS = (
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+)
 PAGE_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
@@ -86,11 +91,7 @@ class Guard:
 
         async def send_with_headers(message):
             if message["type"] == "http.response.start":
-                extra = [
-                    (b"x-content-type-options", b"nosniff"),
-                    (b"referrer-policy", b"no-referrer"),
-                    (b"x-frame-options", b"DENY"),
-                ]
+                extra = list(SAFE_HEADERS)
                 if page:
                     extra.append((b"content-security-policy", PAGE_POLICY.encode()))
                 message["headers"] = list(message.get("headers", [])) + extra
@@ -157,6 +158,7 @@ async def _refuse(send, refused: Refused) -> None:
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
+        *SAFE_HEADERS,
     ]
     headers += [(k.encode(), v.encode()) for k, v in (refused.headers or {}).items()]
     await send({"type": "http.response.start", "status": refused.status, "headers": headers})

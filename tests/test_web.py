@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import NOTES, missing, write_notes
+from tests.conftest import NOTES, missing
 from tests.openai_server import OpenAIServer
-from tests.serving import Served
+from tests.serving import Server
 
 ANSWER = "The API listens on port 8420 [1]. Metrics use another port [2]."
 TOKEN = "page-test-token-0123456789abcdef"
@@ -73,13 +73,9 @@ def llm() -> Iterator[OpenAIServer]:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory, llm: OpenAIServer) -> Iterator[Served]:
-    root = tmp_path_factory.mktemp("web")
-    knowledge = write_notes(root / "kb", NOTES)
-    with Served(
-        knowledge, root / "ix", OPENAI_BASE_URL=llm.url, OPENAI_API_KEY="sk-test"
-    ) as server:
-        server.knowledge = knowledge
+def site(tmp_path_factory, llm: OpenAIServer) -> Iterator[Server]:
+    env = {"OPENAI_BASE_URL": llm.url, "OPENAI_API_KEY": "sk-test"}
+    with Server(tmp_path_factory.mktemp("web"), NOTES, **env) as server:
         yield server
 
 
@@ -143,7 +139,7 @@ def test_a_note_pasted_into_the_page_is_indexed_and_found(site, page) -> None:
     page.fill("#content", "# Kiln\n\nThe kiln is fired to cone 6 every Thursday.\n")
     page.click("#add-form button[type=submit]")
     wait_text(page, "#add-status", "created")
-    assert (site.knowledge / "pasted/kiln.md").read_text().startswith("# Kiln")
+    assert (site.kb / "pasted/kiln.md").read_text().startswith("# Kiln")
     wait_text(page, "#stats", "3 notes")
 
 
@@ -173,8 +169,7 @@ def test_at_phone_width_nothing_scrolls_sideways(site, browser) -> None:
 
 
 def test_a_server_with_a_token_asks_for_it_then_works(tmp_path, browser) -> None:
-    knowledge = write_notes(tmp_path / "kb", NOTES)
-    with Served(knowledge, tmp_path / "ix", ASKMD_API_TOKEN=TOKEN) as server:
+    with Server(tmp_path, NOTES, ASKMD_API_TOKEN=TOKEN) as server:
         context = browser.new_context()
         page = context.new_page()
         page.goto(server.url)
