@@ -49,6 +49,7 @@ ENABLE_GENERATION = (
     "(http://localhost:11434/v1), or ASKMD_LOCAL_MODEL to a .gguf file."
 )
 NOTHING_FOUND = "Nothing in your notes matches this question."
+MAX_TURNS = 6  # earlier exchanges a follow-up rewrite may look back on
 FRAGMENT_CHARS = 240
 MAX_QUERY_CHARS = 400
 

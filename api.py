@@ -101,7 +101,7 @@ def turns(history: list[Exchange]) -> list[answer.Turn]:
         elif asked is not None:
             result.append(answer.Turn(asked, asked, item.content or ""))
             asked = None
-    return result[-6:]
+    return result[-answer.MAX_TURNS :]
 
 
 # --- the app ----------------------------------------------------------------------------

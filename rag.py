@@ -250,11 +250,8 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
         console.show_answer(result, hint=talk.last is None)
         talk.last = result
         talk.turns.append(answer.Turn(line, result.query, result.text))
-        del talk.turns[:-MAX_TURNS]
+        del talk.turns[: -answer.MAX_TURNS]
     return None
-
-
-MAX_TURNS = 6  # what a follow-up rewrite may look back on
 
 
 def _enable_history(path: Path) -> None:

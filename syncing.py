@@ -29,6 +29,8 @@ class Syncer:
         self.index = index
         self._writer = threading.Lock()
         self._last_scan = time.monotonic()
+        self._due = threading.Event()
+        threading.Thread(target=self._rescan_forever, name="askmd-rescan", daemon=True).start()
 
     def write(self, change: Callable[[], T]) -> T:
         """Run a change to the folder and the sync after it, as the only writer."""
@@ -45,13 +47,21 @@ class Syncer:
         return self.index.sync(show_progress=False)
 
     def poke(self) -> None:
-        """Re-sync in the background if it is time and no writer is busy."""
-        if time.monotonic() - self._last_scan < RESCAN_SECONDS:
-            return
-        if not self._writer.acquire(blocking=False):
-            return
-        self._last_scan = time.monotonic()
-        threading.Thread(target=self._rescan, name="askmd-rescan", daemon=True).start()
+        """Ask for a background re-sync if the last one is older than RESCAN_SECONDS."""
+        if time.monotonic() - self._last_scan >= RESCAN_SECONDS:
+            self._due.set()
+
+    def _rescan_forever(self) -> None:
+        while True:
+            self._due.wait()
+            self._due.clear()
+            if not self._writer.acquire(blocking=False):
+                continue  # an ingest or delete is syncing anyway
+            try:
+                self._rescan()
+            finally:
+                self._last_scan = time.monotonic()
+                self._writer.release()
 
     def _rescan(self) -> None:
         try:
@@ -65,6 +75,3 @@ class Syncer:
             log.warning("background sync skipped: %s", first_line(exc))
         except Exception:  # noqa: BLE001 - a bug; the server keeps serving
             log.exception("background sync failed")
-        finally:
-            self._last_scan = time.monotonic()
-            self._writer.release()
