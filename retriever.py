@@ -103,23 +103,29 @@ def search(
     if not query.strip() or k <= 0:
         return []
     filters = filters or Filters()
-    pool = max(MIN_POOL, 4 * k) * (4 if filters != Filters() else 1)
-    dense: list[Stored] = []
+    filtered = filters != Filters()
+    pool = max(MIN_POOL, 4 * k) * (4 if filtered else 1)
+    dense: list[tuple[str, float]] = []
+    known: dict[str, Stored] = {}  # candidates whose text and metadata are already here
     if mode in ("dense", "hybrid"):
         vector = embedder.embed_queries([query])[0]
-        dense = [s for s in store.nearest(vector, pool) if filters.allows(s.metadata)]
+        # Unfiltered, only ids and distances: the few that make the top k are fetched later.
+        found = store.nearest(vector, pool, content=filtered)
+        found = [s for s in found if not filtered or filters.allows(s.metadata)]
+        dense = [(s.id, 1.0 - s.distance) for s in found]
+        if filtered:
+            known = {s.id: s for s in found}
     if mode == "dense":
-        return _hits([(s, 1.0 - s.distance) for s in dense], k)
+        return _hits(_fetch(store, known, dense, k), k)
     keyword = manifest.keyword(content_terms(query), pool)
-    known = {s.id: s for s in dense}
-    if filters != Filters():  # filtering needs every candidate's metadata first
+    if filtered:  # filtering needs every candidate's metadata first
         known.update((s.id, s) for s in store.get([c for c, _ in keyword if c not in known]))
         keyword = [(c, v) for c, v in keyword if c in known and filters.allows(known[c].metadata)]
     if mode == "keyword":
         best = keyword[0][1] if keyword else 1.0
         return _hits(_fetch(store, known, [(c, v / best) for c, v in keyword], k), k)
     alpha = dense_share(query, embedder.id)
-    fused = {c: alpha * v for c, v in _scaled([(s.id, 1.0 - s.distance) for s in dense])}
+    fused = {c: alpha * v for c, v in _scaled(dense)}
     for c, v in _scaled(keyword):
         fused[c] = fused.get(c, 0.0) + (1 - alpha) * v
     top = (alpha * bool(dense) + (1 - alpha) * bool(keyword)) or 1.0
