@@ -81,6 +81,8 @@ def embedder_id(settings: Settings) -> str:
         return "openai:" + (settings.embedding_model or "text-embedding-3-small")
     if settings.embedding_model == "use-multilingual":
         return "local:use-multilingual-v3"
+    if settings.embedding_model == "multilingual-e5-small":
+        return "local:multilingual-e5-small-q4"
     return "local:all-MiniLM-L6-v2-int8"
 
 

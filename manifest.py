@@ -23,6 +23,9 @@ from errors import AskmdError
 if TYPE_CHECKING:  # numpy loads only when the embedding cache is used
     import numpy as np
 
+BM25_K1 = 1.2  # term-frequency saturation
+BM25_B = 0.75  # length normalisation
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -178,7 +181,7 @@ class Manifest:
     # --- keyword search ---------------------------------------------------------------
 
     def keyword(self, terms: list[str], limit: int) -> list[tuple[str, float]]:
-        """BM25 (k1=1.2, b=0.75) of the indexed chunks for these terms: (chunk id, score),
+        """BM25 (BM25_K1, BM25_B) of the indexed chunks for these terms: (chunk id, score),
         best first. SQLite reads only the postings of the query's terms, so nothing has to
         be loaded first and a big index answers as fast as a small one."""
         unique = sorted(set(terms))
@@ -202,11 +205,12 @@ class Manifest:
         values = ",".join("(?, ?)" for _ in weights)
         rows = self.db.execute(
             f"WITH q(term, idf) AS (VALUES {values}) "
-            "SELECT d.chunk, SUM(q.idf * p.tf * 2.2 / "
-            "(p.tf + 1.2 * (0.25 + 0.75 * d.length / ?))) AS score "
+            "SELECT d.chunk, SUM(q.idf * p.tf * (? + 1) / "
+            "(p.tf + ? * (1 - ? + ? * d.length / ?))) AS score "
             "FROM q JOIN postings p ON p.term = q.term JOIN documents d ON d.doc = p.doc "
             "GROUP BY p.doc ORDER BY score DESC LIMIT ?",
-            [x for pair in weights for x in pair] + [max(average, 1.0), limit],
+            [x for pair in weights for x in pair]
+            + [BM25_K1, BM25_K1, BM25_B, BM25_B, max(average, 1.0), limit],
         )
         return [(chunk, float(score)) for chunk, score in rows]
 

