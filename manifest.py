@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from errors import AskmdError
+from terms import is_cjk_term
 
 if TYPE_CHECKING:  # numpy loads only when the embedding cache is used
     import numpy as np
@@ -39,7 +40,7 @@ CREATE TABLE IF NOT EXISTS chunks (
 CREATE INDEX IF NOT EXISTS chunks_by_source ON chunks (source);
 CREATE TABLE IF NOT EXISTS documents (
     doc INTEGER PRIMARY KEY, chunk TEXT NOT NULL UNIQUE, source TEXT NOT NULL,
-    length INTEGER NOT NULL
+    length INTEGER NOT NULL, cjk INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS documents_by_source ON documents (source);
 CREATE TABLE IF NOT EXISTS postings (
@@ -51,6 +52,14 @@ CREATE TABLE IF NOT EXISTS embeddings (
     PRIMARY KEY (embedder, text_hash)
 );
 """
+
+
+# A search term is CJK when its first character is (the ranges of terms._CJK_CLASS).
+_CJK_TERM = (
+    "(unicode(term) BETWEEN 12352 AND 12543 OR unicode(term) BETWEEN 13312 AND 19903 "
+    "OR unicode(term) BETWEEN 19968 AND 40959 OR unicode(term) BETWEEN 44032 AND 55215 "
+    "OR unicode(term) BETWEEN 63744 AND 64255 OR unicode(term) BETWEEN 65382 AND 65439)"
+)
 
 
 @dataclass(frozen=True)
@@ -89,6 +98,7 @@ class Manifest:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(_SCHEMA)
+            self._add_script_column()
         except sqlite3.Error as exc:
             raise AskmdError(
                 f"the index manifest {path} cannot be opened ({exc}). Delete the index "
@@ -97,6 +107,20 @@ class Manifest:
 
     def close(self) -> None:
         self.db.close()
+
+    def _add_script_column(self) -> None:
+        """Indexes made before documents had a `cjk` flag get it, computed from their
+        postings: no re-indexing needed."""
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(documents)")}
+        if "cjk" in columns:
+            return
+        with self._transaction():
+            self.db.execute("ALTER TABLE documents ADD COLUMN cjk INTEGER NOT NULL DEFAULT 0")
+            self.db.execute(
+                "UPDATE documents SET cjk = (SELECT COALESCE(2 * SUM(CASE WHEN "
+                f"{_CJK_TERM} THEN tf ELSE 0 END) >= SUM(tf), 0) FROM postings "
+                "WHERE postings.doc = documents.doc)"
+            )
 
     # --- meta -------------------------------------------------------------------------
 
@@ -135,9 +159,10 @@ class Manifest:
                     [(row.id, rec.source, row.text_hash) for row in chunk_rows],
                 )
                 for row in chunk_rows:
+                    cjk = 2 * sum(1 for t in row.terms if is_cjk_term(t)) >= len(row.terms) > 0
                     doc = self.db.execute(
-                        "INSERT INTO documents (chunk, source, length) VALUES (?, ?, ?)",
-                        (row.id, rec.source, len(row.terms)),
+                        "INSERT INTO documents (chunk, source, length, cjk) VALUES (?, ?, ?, ?)",
+                        (row.id, rec.source, len(row.terms), int(cjk)),
                     ).lastrowid
                     postings.extend((term, doc, tf) for term, tf in Counter(row.terms).items())
             # In key order, so SQLite appends to its B-tree pages instead of splitting them
@@ -180,16 +205,30 @@ class Manifest:
 
     # --- keyword search ---------------------------------------------------------------
 
-    def keyword(self, terms: list[str], limit: int) -> list[tuple[str, float]]:
+    def keyword(
+        self, terms: list[str], limit: int, cjk: bool | None = None
+    ) -> list[tuple[str, float]]:
         """BM25 (BM25_K1, BM25_B) of the indexed chunks for these terms: (chunk id, score),
         best first. SQLite reads only the postings of the query's terms, so nothing has to
-        be loaded first and a big index answers as fast as a small one."""
+        be loaded first and a big index answers as fast as a small one.
+
+        With `cjk` (the question's script) the collection statistics, the number of
+        chunks and their average length, are those of the chunks in that script, when
+        there are any: a folder of Chinese notes scores a Chinese question the same
+        whether or not 5,000 English notes sit beside it. Every chunk is still scored."""
         unique = sorted(set(terms))
         if not unique or limit <= 0:
             return []
-        count, average = self.db.execute(
-            "SELECT COUNT(*), COALESCE(AVG(length), 0) FROM documents"
-        ).fetchone()
+        count, average = 0, 0.0
+        if cjk is not None:
+            count, average = self.db.execute(
+                "SELECT COUNT(*), COALESCE(AVG(length), 0) FROM documents WHERE cjk = ?",
+                (int(cjk),),
+            ).fetchone()
+        if not count:
+            count, average = self.db.execute(
+                "SELECT COUNT(*), COALESCE(AVG(length), 0) FROM documents"
+            ).fetchone()
         if not count:
             return []
         marks = ",".join("?" * len(unique))
@@ -199,7 +238,10 @@ class Manifest:
                 unique,
             )
         )
-        weights = [(t, math.log(1 + (count - n + 0.5) / (n + 0.5))) for t, n in frequency.items()]
+        weights = [
+            (t, math.log(1 + (count - min(n, count) + 0.5) / (min(n, count) + 0.5)))
+            for t, n in frequency.items()
+        ]
         if not weights:
             return []
         values = ",".join("(?, ?)" for _ in weights)
@@ -217,8 +259,8 @@ class Manifest:
     def cjk_share(self) -> float:
         """The share of the indexed search terms that are CJK (0.0: none, 1.0: all)."""
         total, cjk = self.db.execute(
-            "SELECT COALESCE(SUM(tf), 0), COALESCE(SUM(CASE WHEN unicode(term) "
-            "BETWEEN 13312 AND 40959 THEN tf ELSE 0 END), 0) FROM postings"
+            f"SELECT COALESCE(SUM(tf), 0), COALESCE(SUM(CASE WHEN {_CJK_TERM} "
+            "THEN tf ELSE 0 END), 0) FROM postings"
         ).fetchone()
         return cjk / total if total else 0.0
 

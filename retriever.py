@@ -75,10 +75,14 @@ class Filters:
         return not self.heading_level or level <= self.heading_level
 
 
+def is_cjk_query(query: str) -> bool:
+    return cjk_share(query) >= CJK_QUERY
+
+
 def dense_share(query: str, embedder_id: str) -> float:
     """How much the dense ranking counts in the blend for this query (0..1)."""
     latin, cjk = ALPHA.get(embedder_id, ALPHA_UNMEASURED)
-    return cjk if cjk_share(query) >= CJK_QUERY else latin
+    return cjk if is_cjk_query(query) else latin
 
 
 def search(
@@ -117,7 +121,7 @@ def search(
             known = {s.id: s for s in found}
     if mode == "dense":
         return _hits(_fetch(store, known, dense, k), k)
-    keyword = manifest.keyword(content_terms(query), pool)
+    keyword = manifest.keyword(content_terms(query), pool, cjk=is_cjk_query(query))
     if filtered:  # filtering needs every candidate's metadata first
         known.update((s.id, s) for s in store.get([c for c, _ in keyword if c not in known]))
         keyword = [(c, v) for c, v in keyword if c in known and filters.allows(known[c].metadata)]

@@ -97,6 +97,11 @@ def has_cjk(text: str) -> bool:
     return _CJK.search(text) is not None
 
 
+def is_cjk_term(term: str) -> bool:
+    """A search term of CJK script (a bigram or single character), by its first letter."""
+    return bool(term) and _CJK.match(term) is not None
+
+
 def cjk_share(text: str) -> float:
     """The share of a text's letters and digits that are CJK: 0.0 for English, 1.0 for Chinese."""
     letters = [c for c in text if c.isalnum()]
