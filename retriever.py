@@ -33,6 +33,7 @@ CJK_QUERY = 0.3  # share of a query's letters that makes it a Chinese/Japanese q
 ALPHA = {
     "local:all-MiniLM-L6-v2-int8": (0.5, 0.3),
     "local:use-multilingual-v3": (0.2, 0.3),
+    "local:multilingual-e5-small-q4": (0.5, 0.4),
 }
 ALPHA_UNMEASURED = (0.5, 0.5)
 
