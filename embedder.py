@@ -208,14 +208,7 @@ class MultilingualEmbedder:
         return 512
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        texts = _as_list(texts)
-        if not texts:
-            return np.zeros((0, 512), dtype=np.float32)
-        parts = [
-            np.asarray(self._model.encode(texts[i : i + self.batch_size]), dtype=np.float32)
-            for i in range(0, len(texts), self.batch_size)
-        ]
-        return _normalise(np.concatenate(parts))
+        return _in_batches(self._model.encode, texts, self.batch_size, 512)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self.embed(texts)
@@ -249,21 +242,23 @@ class E5Embedder:
     def dimension(self) -> int:
         return 384
 
-    def _encode(self, encode, texts: Sequence[str]) -> np.ndarray:
-        texts = _as_list(texts)
-        if not texts:
-            return np.zeros((0, 384), dtype=np.float32)
-        parts = [
-            np.asarray(encode(texts[i : i + self.batch_size]), dtype=np.float32).reshape(-1, 384)
-            for i in range(0, len(texts), self.batch_size)
-        ]
-        return _normalise(np.concatenate(parts))
-
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(self._model.passage, texts)
+        return _in_batches(self._model.passage, texts, self.batch_size, 384)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(self._model.query, texts)
+        return _in_batches(self._model.query, texts, self.batch_size, 384)
+
+
+def _in_batches(encode, texts: Sequence[str], batch_size: int, dimension: int) -> np.ndarray:
+    """A model's own encode function, batch by batch, as normalised float32 rows."""
+    texts = _as_list(texts)
+    if not texts:
+        return np.zeros((0, dimension), dtype=np.float32)
+    parts = [
+        np.asarray(encode(texts[i : i + batch_size]), dtype=np.float32).reshape(-1, dimension)
+        for i in range(0, len(texts), batch_size)
+    ]
+    return _normalise(np.concatenate(parts))
 
 
 class OpenAIEmbedder:
