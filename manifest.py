@@ -108,13 +108,17 @@ class Manifest:
     def close(self) -> None:
         self.db.close()
 
+    def _has_script_column(self) -> bool:
+        return any(row[1] == "cjk" for row in self.db.execute("PRAGMA table_info(documents)"))
+
     def _add_script_column(self) -> None:
         """Indexes made before documents had a `cjk` flag get it, computed from their
         postings: no re-indexing needed."""
-        columns = {row[1] for row in self.db.execute("PRAGMA table_info(documents)")}
-        if "cjk" in columns:
+        if self._has_script_column():
             return
         with self._transaction():
+            if self._has_script_column():  # another process upgraded it while we waited
+                return
             self.db.execute("ALTER TABLE documents ADD COLUMN cjk INTEGER NOT NULL DEFAULT 0")
             self.db.execute(
                 "UPDATE documents SET cjk = (SELECT COALESCE(2 * SUM(CASE WHEN "
