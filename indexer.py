@@ -13,6 +13,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 import chunker
 import notes
 import terms
-from errors import Busy
+from errors import Busy, Damaged
 from manifest import ChunkRow, FileRecord, Manifest, now, prepare_index_dir
 from settings import Settings
 from store import Store, chunk_metadata
@@ -109,31 +110,75 @@ def _hint_language(manifest: Manifest, embedder: str, report: SyncReport) -> Non
         )
 
 
+class IndexBusy(Busy):
+    """Another process holds the index's write lock (`holder` is its pid, as written)."""
+
+    def __init__(self, message: str, holder: str):
+        super().__init__(message)
+        self.holder = holder
+
+
+LOCK_POLL_SECONDS = 0.1
+_held = threading.local()  # the lock files this thread holds
+
+
 @contextmanager
-def writer_lock(index_dir: Path) -> Iterator[None]:
-    """Hold the index's write lock; a second writer is told who holds it."""
+def writer_lock(
+    index_dir: Path, wait: float = 0.0, on_wait: Callable[[str], None] | None = None
+) -> Iterator[None]:
+    """Hold the index's write lock. When another process holds it, wait up to `wait`
+    seconds (saying so once through `on_wait`), then raise IndexBusy naming its pid. A
+    thread that holds it already may take it again, so a change to the folder can hold
+    it from before it touches a file until its sync is done."""
     prepare_index_dir(index_dir)
     path = index_dir / "lock"
+    held = _held.__dict__.setdefault("paths", set())
+    if path.resolve() in held:  # this thread has it already (a change, then its sync)
+        yield
+        return
     with open(path, "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "unknown"
-            raise Busy(
-                f"the index at {index_dir} is being updated by another askmd process "
-                f"(pid {holder}). Wait for it to finish, or stop it."
-            ) from None
+        deadline = time.monotonic() + wait
+        told = False
+        while not _try_lock(handle):
+            holder = _holder(handle)
+            if time.monotonic() >= deadline:
+                still = f", still after {wait:.0f} s" if wait else ""
+                raise IndexBusy(
+                    f"the index at {index_dir} is being updated by another askmd process "
+                    f"(pid {holder}){still}. Wait for it to finish, or stop it.",
+                    holder,
+                ) from None
+            if on_wait and not told:
+                on_wait(
+                    f"waiting for pid {holder} to finish updating the index (up to {wait:.0f} s)…"
+                )
+                told = True
+            time.sleep(LOCK_POLL_SECONDS)
         handle.seek(0)
         handle.truncate()
         handle.write(str(os.getpid()))
         handle.flush()
+        held.add(path.resolve())
         try:
             yield
         finally:
+            held.discard(path.resolve())
             handle.seek(0)
             handle.truncate()
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _try_lock(handle) -> bool:
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _holder(handle) -> str:
+    handle.seek(0)
+    return handle.read().strip() or "unknown"
 
 
 @dataclass
@@ -154,18 +199,31 @@ def sync(
     rebuild: bool = False,
     progress: Progress | None = None,
     commit: Callable[[], AbstractContextManager] = nullcontext,
+    wait: float = 0.0,
+    on_wait: Callable[[str], None] | None = None,
+    locked: Callable[[], None] = lambda: None,
 ) -> SyncReport:
     """Make the index match the folder; see the module docstring.
 
     Every change that readers could see (a group of files replaced in both stores, the
     deleted files dropped, a reset) happens inside `commit()`, so a caller serving searches
-    at the same time can keep them from seeing a file half-replaced.
+    at the same time can keep them from seeing a file half-replaced. Finding that nothing
+    changed takes no lock, so a server re-scanning its folder never keeps other processes
+    waiting; to write, it waits up to `wait` seconds for the write lock (see writer_lock)
+    and then calls `locked()`, where a long-lived caller reopens what another process
+    changed before it writes through it.
     """
     started = time.perf_counter()
     progress = progress or NoProgress()
-    report = SyncReport()
     fp = fingerprint(settings)
-    with writer_lock(settings.index_dir):
+    if not rebuild:
+        report = _unchanged(settings, manifest, fp)
+        if report is not None:
+            report.seconds = time.perf_counter() - started
+            return report
+    report = SyncReport()
+    with writer_lock(settings.index_dir, wait, on_wait):
+        locked()
         known = manifest.files()
         old_fp = manifest.get("fingerprint")
         if old_fp and old_fp != fp and not rebuild:
@@ -182,7 +240,13 @@ def sync(
 
         embedder = make_embedder()
         meta = {"embedder": embedder.id, "fingerprint": fp}
-        stored = store.open(meta)
+        try:
+            stored = store.open(meta)
+            in_store = store.check(embedder.dimension)
+        except Damaged as exc:
+            with commit():
+                stored, in_store = _recover(store, manifest, meta, exc, report), 0
+            known = {}
         if rebuild:
             report.rebuild_reason = "asked for"
         elif not report.rebuild_reason and stored.get("fingerprint") not in (None, fp):
@@ -193,7 +257,7 @@ def sync(
                 manifest.forget_all()
             known = {}
             report.rebuilt = True
-        elif store.count() != manifest.total_chunks():
+        elif in_store != manifest.total_chunks():
             with commit():
                 known = _repair(store, manifest, known, report)
 
@@ -232,15 +296,38 @@ def sync(
     return report
 
 
+def _unchanged(settings: Settings, manifest: Manifest, fp: str) -> SyncReport | None:
+    """The report of a sync that has nothing to write, found without the write lock (it
+    only reads: stat()s, the files whose stat moved, and the manifest), or None."""
+    report = SyncReport()
+    known = manifest.files()
+    current = _scan(settings, known, report, trust_stat=True)
+    if manifest.get("gate") != _gate(fp, current) or _moved(known, current):
+        return None
+    report.files_unchanged = len(current)
+    report.chunks_total = manifest.total_chunks()
+    return report
+
+
 def _scan(
     settings: Settings, known: dict[str, FileRecord], report: SyncReport, trust_stat: bool
 ) -> dict[str, _Current]:
-    """Hash every note, reading only files whose size or mtime differ from the manifest."""
+    """Hash every note, reading only files whose size or mtime differ from the manifest.
+
+    What cannot be read now (a file, or a whole folder) keeps its earlier chunks: a
+    permission slip or an unmounted disk must not delete anything from the index."""
     root = settings.knowledge_dir
-    found, skipped = notes.find(root, settings.include, settings.exclude)
+    found, skipped = notes.find(
+        root, settings.include, settings.exclude, follow_symlinks=settings.follow_symlinks
+    )
     report.files_scanned = len(found)
     report.files_skipped.extend(skipped)
     current: dict[str, _Current] = {}
+    for folder in (s.source for s in skipped if s.unreadable_folder):
+        prefix = "" if folder == "./" else folder
+        for source, rec in known.items():
+            if source.startswith(prefix):
+                current[source] = _Current(rec.md5, rec.size, rec.mtime_ns, None, kept=True)
     for source in found:
         rec = known.get(source)
         try:
@@ -271,7 +358,14 @@ def _gate(fp: str, current: dict[str, _Current]) -> str:
 
 def _touch(manifest: Manifest, known: dict[str, FileRecord], current: dict[str, _Current]) -> None:
     """Remember new mtimes of files saved without a change, so they are not read again."""
-    moved = [
+    moved = _moved(known, current)
+    if moved:
+        manifest.touch(moved)
+
+
+def _moved(known: dict[str, FileRecord], current: dict[str, _Current]) -> list[FileRecord]:
+    """Files saved without a change: same content, new size or mtime."""
+    return [
         FileRecord(s, c.md5, c.size, c.mtime_ns, known[s].chunks)
         for s, c in current.items()
         if s in known
@@ -279,8 +373,6 @@ def _touch(manifest: Manifest, known: dict[str, FileRecord], current: dict[str, 
         and c.md5 == known[s].md5
         and (c.size, c.mtime_ns) != (known[s].size, known[s].mtime_ns)
     ]
-    if moved:
-        manifest.touch(moved)
 
 
 def _what_changed(old: str, new: str) -> str:
@@ -311,6 +403,23 @@ def _repair(
     manifest.forget(bad)
     report.warnings.append(f"repaired the index: {len(bad)} file(s) were out of step with it")
     return {s: r for s, r in known.items() if s not in bad}
+
+
+def _recover(
+    store: Store, manifest: Manifest, meta: dict, damage: Damaged, report: SyncReport
+) -> dict:
+    """The local Chroma folder cannot be read back (a kill while Chroma saved its HNSW
+    segment: the graph on disk is newer than its id map and log watermark, so every
+    replay of the log fails). Move it aside and start an empty collection; every file is
+    then indexed again from the notes, its vectors taken from the embedding cache."""
+    moved = store.set_aside()
+    manifest.forget_all()  # the files' rows go; the embedding cache stays
+    stored = store.open(meta)
+    report.warnings.append(
+        f"the vector index could not be read ({damage.cause}); moved it to {moved.name} "
+        "and rebuilt it from your notes and the embedding cache"
+    )
+    return stored
 
 
 @dataclass

@@ -2,11 +2,19 @@
 
 `Index` is the composition root: it builds the store, the manifest, the embedder and the
 LLM from Settings, each only when first needed, so a no-change sync never loads a model.
+
+Several processes may share one index (a server, a REPL, `index` in a terminal). Only one
+writes at a time (the lock file); the others read. A reader keeps Chroma open between
+requests, and what Chroma holds in memory goes stale when another process commits, so
+every read first compares the manifest's generation with the one it last saw (one SQLite
+read) and reopens the store when it moved.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -14,10 +22,14 @@ import answer
 import console
 import indexer
 import retriever
+from errors import AskmdError
 from manifest import Manifest
 from rwlock import ReadWriteLock
 from settings import Settings
 from store import Store
+
+WRITE_WAIT_SECONDS = 60.0  # a change waits this long for another process's update
+READ_WAIT_SECONDS = 3.0  # a search or question waits this long, then reads the index as it is
 
 
 @dataclass
@@ -33,6 +45,7 @@ class Index:
     settings: Settings
     lock: ReadWriteLock = field(default_factory=ReadWriteLock, init=False, repr=False)
     _local: threading.local = field(default_factory=threading.local, init=False, repr=False)
+    _seen: int | None = field(default=None, init=False, repr=False)  # generation read from
 
     @cached_property
     def store(self) -> Store:
@@ -91,7 +104,11 @@ class Index:
             api_key=s.openai_api_key or None,
         )
 
-    def sync(self, rebuild: bool = False, show_progress: bool = True) -> indexer.SyncReport:
+    def sync(
+        self, rebuild: bool = False, show_progress: bool = True, wait: float = WRITE_WAIT_SECONDS
+    ) -> indexer.SyncReport:
+        """Bring the index in step with the folder. When another process is updating it,
+        wait up to `wait` seconds (saying so on a terminal), then raise IndexBusy."""
         progress = console.SyncProgress() if show_progress else None
         report = indexer.sync(
             self.settings,
@@ -100,12 +117,46 @@ class Index:
             lambda: self.embedder,
             rebuild=rebuild,
             progress=progress,
-            commit=self.lock.writing,
+            commit=self._commit,
+            wait=wait,
+            on_wait=console.warning if show_progress else None,
+            locked=self.follow,
         )
         return report
 
-    def show(self, report: indexer.SyncReport) -> None:
-        console.show_sync(report, self.settings.knowledge_dir, self.settings.include)
+    def sync_to_read(self, show_progress: bool = True) -> indexer.SyncReport | None:
+        """Sync before answering, unless another process is updating the index: then wait
+        READ_WAIT_SECONDS at most and answer from the index as it is (None, after one
+        notice on stderr), since a search needs no writer lock."""
+        try:
+            return self.sync(show_progress=show_progress, wait=READ_WAIT_SECONDS)
+        except indexer.IndexBusy as exc:
+            console.warning(
+                f"pid {exc.holder} is updating the index; answering from the index as it is"
+            )
+            return None
+
+    def show(self, report: indexer.SyncReport | None) -> None:
+        if report is not None:
+            console.show_sync(report, self.settings.knowledge_dir, self.settings.include)
+
+    @contextmanager
+    def _commit(self) -> Iterator[None]:
+        """One commit of this process's sync: readers wait for it, and since it writes
+        through this process's own store, the generation it makes needs no reopening."""
+        with self.lock.writing():
+            yield
+            self._seen = self.manifest.generation()
+
+    def follow(self) -> None:
+        """Reopen the store if another process committed since this one last looked."""
+        if self.manifest.generation() == self._seen:
+            return
+        with self.lock.writing():  # no search is using the store while it is replaced
+            generation = self.manifest.generation()
+            if generation != self._seen:
+                self.store.close()
+                self._seen = generation
 
     def search(
         self,
@@ -114,12 +165,42 @@ class Index:
         mode: str = "hybrid",
         filters: retriever.Filters | None = None,
     ) -> list[retriever.Hit]:
-        fp = indexer.fingerprint(self.settings)
-        self.store.ensure_open({"embedder": self.embedder.id, "fingerprint": fp})
+        self.follow()
+        try:
+            return self._search(query, k, mode, filters)
+        except AskmdError:
+            if not self._reopened_replaced():
+                raise
+            return self._search(query, k, mode, filters)
+
+    def _search(
+        self, query: str, k: int, mode: str, filters: retriever.Filters | None
+    ) -> list[retriever.Hit]:
+        embedder = self.embedder
+        meta = {"embedder": embedder.id, "fingerprint": indexer.fingerprint(self.settings)}
         with self.lock.reading():
+            self.store.ensure_open(meta)
             return retriever.search(
-                query, self.embedder, self.store, self.manifest, k, mode=mode, filters=filters
+                query, embedder, self.store, self.manifest, k, mode=mode, filters=filters
             )
+
+    def _reopened_replaced(self) -> bool:
+        """After a failed search: True when another process had replaced the collection
+        (a rebuild) and it is now reopened, so the search is worth one more try. A store
+        that is really broken fails again and its error, with its advice, stands."""
+        meta = {"embedder": self.embedder.id, "fingerprint": indexer.fingerprint(self.settings)}
+        with self.lock.writing():
+            try:
+                before = self.store.collection.id
+            except RuntimeError:  # it never opened
+                return False
+            self.store.close()
+            self._seen = self.manifest.generation()
+            try:
+                self.store.open(meta)
+            except AskmdError:
+                return False
+            return self.store.collection.id != before
 
     def ask(
         self,
@@ -149,6 +230,7 @@ class Index:
         }
         if not (self.settings.index_dir / "manifest.sqlite3").exists():
             return stats  # nothing indexed yet; do not create an index just to say so
+        self.follow()
         m = self.manifest
         stats.update(
             files=len(m.files()),

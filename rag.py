@@ -93,7 +93,7 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     """Sync, then show the chunks nearest to a query."""
     filters = _filters(args)  # a bad filter is reported before any indexing
     index = Index(settings)
-    report = index.sync()
+    report = index.sync_to_read()
     if not args.json:
         index.show(report)
     hits = index.search(args.query, args.k or settings.top_k, filters=filters)
@@ -110,7 +110,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         raise AskmdError('the question is empty: python rag.py ask "what port does the API use?"')
     filters = _filters(args)
     index = Index(settings)
-    report = index.sync(show_progress=not args.json)
+    report = index.sync_to_read(show_progress=not args.json)
     if not args.json:
         index.show(report)
     k = args.k or settings.top_k
@@ -195,7 +195,7 @@ class Conversation:
 def cmd_repl(args: argparse.Namespace, settings: Settings) -> int:
     """The interactive loop: sync first (the MD5 check), then questions."""
     index = Index(settings)
-    index.show(index.sync())
+    index.show(index.sync_to_read())
     talk = Conversation([])
     interactive = sys.stdin.isatty()
     if interactive:

@@ -3,12 +3,16 @@
 An embedded PersistentClient in the index folder, or an HttpClient when ASKMD_CHROMA_URL
 names a Chroma server; one code path otherwise. Vectors are always passed explicitly (a
 text query would make Chroma download its own model), telemetry is off, distances are
-cosine. A file's chunks are replaced as a unit. Chroma errors become AskmdError here.
+cosine. A file's chunks are replaced as a unit. Chroma errors become AskmdError here:
+`Damaged` when the local collection cannot be read back, which the sync repairs by moving
+the folder aside (`set_aside`) and rebuilding, and `DiskFull` when the disk is full.
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +24,13 @@ if TYPE_CHECKING:
 
 
 from chunker import Chunk
-from errors import AskmdError
+from errors import AskmdError, Damaged, DiskFull, disk_full
+
+KEEP_BROKEN = 2  # damaged Chroma folders kept for inspection; older ones are deleted
+# What Chroma's embedded client says when its files on disk no longer agree: a HNSW
+# segment saved without its id map and log watermark, a torn file, a corrupt SQLite.
+_DAMAGE_WORDS = ("hnsw", "segment", "compaction", "backfill", "pickle", "malformed",
+                 "not a database", "apply logs")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -85,7 +95,7 @@ class Store:
                     )
             except Exception as exc:  # noqa: BLE001 - every failure here means one thing
                 self._client = None
-                raise AskmdError(_explain(self.where, exc)) from None
+                raise self._failure(exc) from None
         return self._client
 
     def open(self, meta: dict[str, str | int]) -> dict:
@@ -100,7 +110,18 @@ class Store:
             )
             return dict(self._collection.metadata or {})
         except Exception as exc:  # noqa: BLE001
-            raise AskmdError(_explain(self.where, exc)) from None
+            raise self._failure(exc) from None
+
+    def close(self) -> None:
+        """Let go of the client and the collection; the next use opens them afresh. An
+        embedded client keeps segments in memory that another process's writes make
+        stale, and holds a collection that another process's rebuild replaces."""
+        client, self._client, self._collection = self._client, None, None
+        if client is not None and hasattr(client, "close"):
+            try:
+                client.close()  # stops the shared in-process Chroma system when it is the last
+            except Exception:  # noqa: BLE001 - nothing to release then
+                pass
 
     def ensure_open(self, meta: dict[str, str | int]) -> None:
         if self._collection is None:
@@ -113,8 +134,58 @@ class Store:
             if self.name in [c.name for c in client.list_collections()]:
                 client.delete_collection(self.name)
         except Exception as exc:  # noqa: BLE001
-            raise AskmdError(_explain(self.where, exc)) from None
+            raise self._failure(exc) from None
         self.open(meta)
+
+    def check(self, dimension: int) -> int:
+        """The chunk count, after reading the collection the way a search will: Chroma
+        replays its pending log into the HNSW segment on the first read, and a segment a
+        kill left half-saved fails only then (as `Damaged`)."""
+        total = self.count()
+        if total:
+            probe = [1.0] + [0.0] * (dimension - 1)
+            self._call(self.collection.query, query_embeddings=[probe], n_results=1, include=[])
+        return total
+
+    def set_aside(self) -> Path:
+        """Move a damaged local Chroma folder to chroma.broken-<time> (the next open starts
+        an empty one) and delete all but the newest KEEP_BROKEN of those, so a disk does
+        not fill with them. Never for a Chroma server: its data is not ours to move."""
+        if self.chroma_url:
+            raise RuntimeError("a Chroma server's data is never moved aside")
+        self._stop_system()
+        folder = self.index_dir / "chroma"
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        target = self.index_dir / f"chroma.broken-{stamp}"
+        n = 1
+        while target.exists():
+            n += 1
+            target = self.index_dir / f"chroma.broken-{stamp}-{n}"
+        folder.rename(target)
+        broken = sorted(self.index_dir.glob("chroma.broken-*"), key=lambda p: p.stat().st_mtime)
+        for old in broken[:-KEEP_BROKEN]:
+            if old != target:
+                shutil.rmtree(old, ignore_errors=True)
+        return target
+
+    def _stop_system(self) -> None:
+        """Close the client and stop Chroma's in-process system for this folder even if
+        another client still shares it, so no open file follows the folder being moved
+        and the next client opens the new one."""
+        client = self._client
+        self.close()
+        if client is None:
+            return
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        identifier = getattr(client, "_identifier", None)
+        system = SharedSystemClient._identifier_to_system.pop(identifier, None)
+        SharedSystemClient._identifier_to_refcount.pop(identifier, None)
+        if system is not None:
+            try:
+                system.stop()
+            except Exception:  # noqa: BLE001 - the folder is being discarded anyway
+                logging.getLogger("askmd").debug("stopping Chroma failed", exc_info=True)
 
     @property
     def collection(self):
@@ -218,10 +289,33 @@ class Store:
         except AskmdError:
             raise
         except Exception as exc:  # noqa: BLE001
-            raise AskmdError(_explain(self.where, exc)) from None
+            raise self._failure(exc) from None
+
+    def _failure(self, exc: BaseException) -> AskmdError:
+        """The one-line error for a Chroma failure: a full disk, damage the sync can
+        repair (embedded client only), or the generic advice."""
+        if disk_full(exc):
+            return DiskFull(
+                f"the disk holding the index ({self.where}) is full: free some space and run again"
+            )
+        if not self.chroma_url and _looks_damaged(exc) and (self.index_dir / "chroma").is_dir():
+            first = str(exc).strip().splitlines()[0].rstrip(" :.")
+            return Damaged(
+                f"the index at {self.where} is damaged ({first}). Run python rag.py index: "
+                "it is rebuilt from your notes without embedding them again",
+                cause=first,
+            )
+        return AskmdError(_explain(self.where, exc))
 
 
-def _explain(where: str, exc: Exception) -> str:
+def _looks_damaged(exc: BaseException) -> bool:
+    if type(exc).__name__ == "InternalError":  # chromadb.errors.InternalError: the Rust core
+        return True
+    text = str(exc).lower()
+    return any(word in text for word in _DAMAGE_WORDS)
+
+
+def _explain(where: str, exc: BaseException) -> str:
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     first = first.rstrip(" :")
     end = " " if first.endswith((".", "?", "!")) else ". "

@@ -1,9 +1,10 @@
 """The server's writing side: one writer at a time, and notes edited on disk picked up.
 
 Ingests and deletes wait their turn for the writer; searches never wait for it (the
-index's read-write lock guards only each commit). A search or ask wakes a background
-re-sync when the last one is old enough, so notes edited in an editor reach the server
-within seconds, without any request waiting for it.
+index's read-write lock guards only each commit). A background re-scan that finds nothing
+changed takes no lock at all, so other processes (`index`, a REPL) are not kept waiting.
+A search or ask wakes a background re-sync when the last one is old enough, so notes
+edited in an editor reach the server within seconds, without any request waiting for it.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+import indexer
 from errors import AskmdError, Busy, first_line
 from pipeline import Index
 
 RESCAN_SECONDS = 2.0  # at least; a folder whose scan takes long is scanned less often
 RESCAN_SHARE = 0.05  # the most of the time a background scan may take
 WRITER_WAIT_SECONDS = 300.0  # an ingest behind a long one waits this long, then 409
+LOCK_WAIT_SECONDS = 5.0  # a change waits this long for another process's update, then 409
 
 log = logging.getLogger("askmd.server")
 T = TypeVar("T")
@@ -35,11 +38,14 @@ class Syncer:
         threading.Thread(target=self._rescan_forever, name="askmd-rescan", daemon=True).start()
 
     def write(self, change: Callable[[], T]) -> T:
-        """Run a change to the folder and the sync after it, as the only writer."""
+        """Run a change to the folder and the sync after it, as the only writer. The
+        index's lock file is taken before the change touches the folder, so a change
+        refused because another process is updating the index has changed nothing."""
         if not self._writer.acquire(timeout=WRITER_WAIT_SECONDS):
             raise Busy("another change to the notes is still running; try again shortly")
         try:
-            return change()
+            with indexer.writer_lock(self.index.settings.index_dir, LOCK_WAIT_SECONDS):
+                return change()
         finally:
             self._last_scan = time.monotonic()
             self._writer.release()
@@ -71,14 +77,16 @@ class Syncer:
     def _rescan(self) -> None:
         started = time.monotonic()
         try:
-            report = self.index.sync(show_progress=False)
+            report = self.index.sync(show_progress=False, wait=0)
             self._scan_seconds = time.monotonic() - started
             changed = report.files_added + report.files_changed + report.files_deleted
             if changed:
                 log.warning(
                     "re-indexed %d changed note(s): %d chunks now", changed, report.chunks_total
                 )
-        except AskmdError as exc:  # e.g. `index` running in another process: try later
+        except indexer.IndexBusy:  # `index` running in another process: it syncs anyway
+            log.info("background sync skipped: another process is updating the index")
+        except AskmdError as exc:
             log.warning("background sync skipped: %s", first_line(exc))
         except Exception:  # noqa: BLE001 - a bug; the server keeps serving
             log.exception("background sync failed")

@@ -24,6 +24,7 @@ from manifest import Manifest
 from settings import Settings
 from store import Store
 from tests.conftest import ROOT, clean_env
+from tests.locking import lock_held
 from tests.openai_server import OpenAIServer
 
 GUIDE = """# Deploy guide
@@ -63,7 +64,7 @@ def make_settings(tmp_path: Path, server: OpenAIServer, **changes) -> Settings:
     return Settings(**values)
 
 
-def sync(settings: Settings, rebuild: bool = False) -> indexer.SyncReport:
+def sync(settings: Settings, rebuild: bool = False, **lock) -> indexer.SyncReport:
     manifest = Manifest(settings.index_dir / "manifest.sqlite3")
     try:
         return indexer.sync(
@@ -82,6 +83,7 @@ def sync(settings: Settings, rebuild: bool = False) -> indexer.SyncReport:
                 else make_embedder("local", None)
             ),
             rebuild=rebuild,
+            **lock,
         )
     finally:
         manifest.close()
@@ -261,14 +263,54 @@ def test_a_store_changed_behind_the_manifest_is_repaired(tmp_path, server) -> No
 def test_a_second_writer_is_refused_with_the_holder_pid(tmp_path, server) -> None:
     settings = make_settings(tmp_path, server)
     seed(settings)
-    with indexer.writer_lock(settings.index_dir):
+    with lock_held(settings.index_dir) as holder:
         with pytest.raises(AskmdError) as info:
             sync(settings)
     assert str(info.value) == (
         f"the index at {settings.index_dir} is being updated by another askmd process "
-        f"(pid {os.getpid()}). Wait for it to finish, or stop it."
+        f"(pid {holder.pid}). Wait for it to finish, or stop it."
     )
     assert sync(settings).files_added == 3  # the lock is free again
+
+
+def test_a_writer_waits_for_the_lock_saying_so_then_writes(tmp_path, server) -> None:
+    settings = make_settings(tmp_path, server)
+    seed(settings)
+    said: list[str] = []
+    with lock_held(settings.index_dir, seconds=1.0) as holder:
+        started = time.monotonic()
+        report = sync(settings, wait=20, on_wait=said.append)
+    assert said == [f"waiting for pid {holder.pid} to finish updating the index (up to 20 s)…"]
+    assert report.files_added == 3 and time.monotonic() - started < 20
+    assert stored_counts(settings) == expected_counts(settings)
+
+
+def test_a_writer_gives_up_after_its_stated_wait(tmp_path, server) -> None:
+    settings = make_settings(tmp_path, server)
+    seed(settings)
+    with lock_held(settings.index_dir) as holder:
+        started = time.monotonic()
+        with pytest.raises(indexer.IndexBusy) as info:
+            sync(settings, wait=1.5)
+        waited = time.monotonic() - started
+    assert 1.5 <= waited < 5
+    assert info.value.holder == str(holder.pid)
+    assert "still after 2 s" in str(info.value)  # 1.5 s, rounded as it was stated
+
+
+def test_finding_nothing_changed_needs_no_lock(tmp_path, server) -> None:
+    settings = make_settings(tmp_path, server)
+    seed(settings)
+    sync(settings)
+    os.utime(settings.knowledge_dir / "faq.md", ns=(1, 1))  # saved again, unchanged: a write
+    sync(settings)
+    with lock_held(settings.index_dir):
+        report = sync(settings)  # what a server's re-scan does every few seconds
+        chunks = sum(expected_counts(settings).values())
+        assert (report.files_unchanged, report.chunks_total) == (3, chunks)
+        write(settings, "new.md", "# New\n\nA new note needs the lock.\n")
+        with pytest.raises(indexer.IndexBusy):
+            sync(settings)
 
 
 def test_the_real_local_model_indexes_and_finds_the_right_note(tmp_path, server) -> None:

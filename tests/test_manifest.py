@@ -89,3 +89,20 @@ def test_an_index_made_before_the_script_flag_gets_it_from_its_postings(tmp_path
     assert flags == {"zh/猫.md": 1, "en/0.md": 0}
     assert upgraded.keyword(content_terms("窗台"), 5, cjk=True)[0][0] == "zh/猫.md#0"
     upgraded.close()
+
+
+def test_every_commit_readers_can_see_counts_one_generation(tmp_path: Path) -> None:
+    manifest = Manifest(tmp_path / "manifest.sqlite3")
+    other = Manifest(tmp_path / "manifest.sqlite3")  # another process's view of the file
+    assert other.generation() == 0
+    record(manifest, CHINESE)
+    assert other.generation() == 1
+    manifest.set(gate="abc", last_sync="now")  # bookkeeping, not what searches see
+    manifest.touch([FileRecord("zh/猫.md", "md5-zh/猫.md", 1, 5, 1)])
+    assert other.generation() == 1
+    manifest.forget(["zh/猫.md"])
+    assert other.generation() == 2
+    manifest.forget_all()  # a rebuild starts
+    assert other.generation() == 3
+    manifest.close()
+    other.close()
