@@ -1,9 +1,9 @@
 """Find the notes in the knowledge folder and read each into a Note.
 
-Walks the folder (include/exclude globs, hidden folders skipped, symlink loops survived),
-decodes UTF-8 (a BOM is accepted, CRLF becomes LF) and splits off YAML front matter.
-A file that cannot be read is reported as Skipped with a reason and the run goes on; this
-module never prints and never chunks.
+Walks the folder (include/exclude globs, hidden names skipped, symlinks that lead out of
+the folder refused, symlink loops survived), decodes UTF-8 (a BOM is accepted, CRLF
+becomes LF) and splits off YAML front matter. A file that cannot be read is reported as
+Skipped with a reason and the run goes on; this module never prints and never chunks.
 """
 
 from __future__ import annotations
@@ -32,8 +32,18 @@ class Note:
 
 @dataclass(frozen=True)
 class Skipped:
-    source: str
+    source: str  # a folder's ends with "/"
     reason: str  # e.g. "not UTF-8 (byte 0xb0 at offset 412); re-save it as UTF-8"
+    # A folder that could not be listed: the notes indexed from it keep their chunks, as an
+    # unreadable file does, since a permission slip must not delete anything.
+    unreadable_folder: bool = False
+
+
+HIDDEN = "hidden (its name starts with a dot)"
+OUTSIDE = (
+    "a symlink that links outside the knowledge folder "
+    "(set ASKMD_FOLLOW_SYMLINKS=1 to follow such links)"
+)
 
 
 class Unreadable(Exception):
@@ -71,12 +81,31 @@ def matches(source: str, patterns: tuple[str, ...]) -> bool:
 
 
 def find(
-    root: Path, include: tuple[str, ...], exclude: tuple[str, ...] = ()
+    root: Path,
+    include: tuple[str, ...],
+    exclude: tuple[str, ...] = (),
+    follow_symlinks: bool = False,
 ) -> tuple[list[str], list[Skipped]]:
-    """Relative paths of the notes under `root`, sorted, plus folders that could not be read."""
+    """Relative paths of the notes under `root`, sorted, plus what was not taken and why.
+
+    Every file the include globs match that is not returned is reported, except under
+    excluded folders (the user asked) and hidden folders (`.git`, `.obsidian`, `.trash`
+    hold tools' state; naming them on every sync would bury the warnings that matter).
+    A hidden file is reported as hidden: a name that starts with a dot, `..md` included, is
+    hidden by the usual rule (ls, git and Obsidian agree), and saying so is what lets the
+    user find it. A symlink whose real path leaves the knowledge folder is not followed
+    (a link to /etc/passwd would be indexed and served) unless `follow_symlinks` is set.
+    """
     found: list[str] = []
     skipped: list[Skipped] = []
     seen_dirs: set[tuple[int, int]] = set()
+    real_root = Path(os.path.realpath(root))
+
+    def escapes(path: Path) -> bool:
+        """A symlink that leads out of the knowledge folder, and is not to be followed."""
+        if follow_symlinks or not os.path.islink(path):
+            return False
+        return not Path(os.path.realpath(path)).is_relative_to(real_root)
 
     def on_error(exc: OSError) -> None:
         where = Path(exc.filename or root)
@@ -84,7 +113,8 @@ def find(
             rel = where.relative_to(root).as_posix()
         except ValueError:
             rel = str(where)
-        skipped.append(Skipped(rel + "/", f"folder cannot be read ({exc.strerror or exc})"))
+        reason = f"a folder that cannot be read ({exc.strerror or exc}); its notes stay indexed"
+        skipped.append(Skipped(rel.rstrip("/") + "/", reason, unreadable_folder=True))
 
     for dirpath, dirnames, filenames in os.walk(root, followlinks=True, onerror=on_error):
         here = Path(dirpath)
@@ -98,25 +128,34 @@ def find(
             continue
         seen_dirs.add((st.st_dev, st.st_ino))
         rel_dir = here.relative_to(root)
-        dirnames[:] = sorted(
-            d
-            for d in dirnames
-            if not d.startswith(".") and not matches((rel_dir / d).as_posix(), exclude)
-        )
-        for name in filenames:
-            if name.startswith("."):
+        kept_dirs = []
+        for d in sorted(dirnames):
+            rel = (rel_dir / d).as_posix()
+            if d.startswith(".") or matches(rel, exclude):
                 continue
+            if escapes(here / d):
+                skipped.append(Skipped(rel + "/", OUTSIDE))
+                continue
+            kept_dirs.append(d)
+        dirnames[:] = kept_dirs
+        for name in filenames:
             source = (rel_dir / name).as_posix()
-            if matches(source, include) and not matches(source, exclude):
-                try:
-                    source.encode("utf-8")
-                except UnicodeEncodeError:  # a name in another encoding, kept by os.walk
-                    shown = os.fsencode(source).decode("utf-8", errors="replace")
-                    reason = "named in an encoding other than UTF-8; rename it"
-                    skipped.append(Skipped(shown, reason))
-                    continue
+            if not matches(source, include) or matches(source, exclude):
+                continue
+            try:
+                source.encode("utf-8")
+            except UnicodeEncodeError:  # a name in another encoding, kept by os.walk
+                shown = os.fsencode(source).decode("utf-8", errors="replace")
+                reason = "named in an encoding other than UTF-8; rename it"
+                skipped.append(Skipped(shown, reason))
+                continue
+            if name.startswith("."):
+                skipped.append(Skipped(source, HIDDEN))
+            elif escapes(here / name):
+                skipped.append(Skipped(source, OUTSIDE))
+            else:
                 found.append(source)
-    return sorted(found), skipped
+    return sorted(found), sorted(skipped, key=lambda s: s.source)
 
 
 def read(root: Path, source: str, max_bytes: int | None = None) -> Note:

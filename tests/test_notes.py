@@ -537,6 +537,7 @@ def tree(tmp_path: Path) -> Path:
 
 
 def test_find_includes_md_and_markdown_skips_hidden(tree):
+    """Hidden files are named with a reason; hidden folders (tools' state) are passed over."""
     assert notes.find(tree, DEFAULT_INCLUDE) == (
         [
             "archive/2020.md",
@@ -556,12 +557,12 @@ def test_find_includes_md_and_markdown_skips_hidden(tree):
             "中文.md",
             "笔记/数据库.md",
         ],
-        [],
+        [notes.Skipped(".hidden.md", notes.HIDDEN)],
     )
 
 
 def test_find_with_excludes(tree):
-    exclude = ("drafts", "archive/*", "*.tmp.md", "private.md")
+    exclude = ("drafts", "archive/*", "*.tmp.md", "private.md", ".*")
     assert notes.find(tree, DEFAULT_INCLUDE, exclude) == (
         [
             "dir.md/inner.md",
@@ -603,7 +604,9 @@ def test_find_with_excludes(tree):
     ],
 )
 def test_find_include_exclude_table(tree, include, exclude, expected):
-    assert notes.find(tree, include, exclude) == (expected, [])
+    found, skipped = notes.find(tree, include, exclude)
+    assert found == expected
+    assert [s for s in skipped if s.reason != notes.HIDDEN] == []
 
 
 def test_find_does_not_list_a_folder_named_like_a_note(tree):
@@ -617,14 +620,79 @@ def test_find_on_an_empty_folder(tmp_path):
     assert notes.find(tmp_path, DEFAULT_INCLUDE) == ([], [])
 
 
-def test_find_follows_a_symlinked_folder_once(tmp_path):
+def test_find_follows_a_folder_linked_from_outside_only_when_asked(tmp_path):
     outside = tmp_path / "outside"
     write(outside, "e.md")
     write(outside, "sub/f.md")
     root = tmp_path / "kb"
     write(root, "a.md")
     (root / "linked").symlink_to(outside, target_is_directory=True)
-    assert notes.find(root, DEFAULT_INCLUDE) == (["a.md", "linked/e.md", "linked/sub/f.md"], [])
+    assert notes.find(root, DEFAULT_INCLUDE) == (
+        ["a.md"],
+        [notes.Skipped("linked/", notes.OUTSIDE)],
+    )
+    assert notes.find(root, DEFAULT_INCLUDE, follow_symlinks=True) == (
+        ["a.md", "linked/e.md", "linked/sub/f.md"],
+        [],
+    )
+
+
+def test_find_refuses_file_links_that_lead_out_of_the_folder(tmp_path):
+    secret = write(tmp_path, "etc/passwd", b"root:x:0:0:root:/root:/bin/bash\n")
+    root = tmp_path / "kb"
+    write(root, "a.md")
+    (root / "passwd.md").symlink_to(secret)
+    (root / "sub").mkdir()
+    (root / "sub" / "up.md").symlink_to("../../etc/passwd")  # relative, still outside
+    (root / "sub" / "gone.md").symlink_to(tmp_path / "missing.md")  # broken and outside
+    (root / "sub" / "inside.md").symlink_to("../a.md")  # stays inside: kept
+    found, skipped = notes.find(root, DEFAULT_INCLUDE)
+    assert found == ["a.md", "sub/inside.md"]
+    assert skipped == [
+        notes.Skipped(s, notes.OUTSIDE) for s in ("passwd.md", "sub/gone.md", "sub/up.md")
+    ]
+    assert "links outside the knowledge folder" in notes.OUTSIDE
+    found, skipped = notes.find(root, DEFAULT_INCLUDE, follow_symlinks=True)
+    assert (found, skipped) == (
+        ["a.md", "passwd.md", "sub/gone.md", "sub/inside.md", "sub/up.md"],
+        [],
+    )
+
+
+def test_find_through_a_linked_knowledge_folder_keeps_its_notes(tmp_path):
+    """The knowledge folder itself may be a symlink: what is inside its target is inside."""
+    write(tmp_path, "real/a.md")
+    (tmp_path / "real" / "b.md").symlink_to(tmp_path / "real" / "a.md")
+    (tmp_path / "kb").symlink_to(tmp_path / "real", target_is_directory=True)
+    assert notes.find(tmp_path / "kb", DEFAULT_INCLUDE) == (["a.md", "b.md"], [])
+
+
+def test_find_with_links_followed_still_survives_loops(tmp_path):
+    outside = tmp_path / "outside"
+    write(outside, "o.md")
+    (outside / "back").symlink_to(tmp_path / "kb", target_is_directory=True)
+    (outside / "again").symlink_to(outside, target_is_directory=True)
+    root = tmp_path / "kb"
+    write(root, "a.md")
+    (root / "out").symlink_to(outside, target_is_directory=True)
+    with fails_if_blocked():
+        found, skipped = notes.find(root, DEFAULT_INCLUDE, follow_symlinks=True)
+    assert (found, skipped) == (["a.md", "out/o.md"], [])
+
+
+def test_a_dot_dot_md_file_is_hidden_and_reported(tmp_path):
+    """tldr's pages/common/..md (the page of the `.` command): a name that starts with a
+    dot is hidden, and every hidden file the include globs match is said to be skipped."""
+    root = tmp_path / "kb"
+    for rel in ("pages/common/..md", "pages/common/ls.md", "pages/.md", ".x.md", ".notes.txt"):
+        write(root, rel)
+    assert notes.find(root, DEFAULT_INCLUDE) == (
+        ["pages/common/ls.md"],
+        [notes.Skipped(s, notes.HIDDEN) for s in (".x.md", "pages/.md", "pages/common/..md")],
+    )
+    assert notes.find(root, DEFAULT_INCLUDE, exclude=("..md",))[1] == [
+        notes.Skipped(s, notes.HIDDEN) for s in (".x.md", "pages/.md")
+    ]
 
 
 def test_find_lists_a_folder_linked_twice_once(tmp_path):
