@@ -13,7 +13,7 @@ read) and reopens the store when it moved.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -109,6 +109,15 @@ class Index:
     ) -> indexer.SyncReport:
         """Bring the index in step with the folder. When another process is updating it,
         wait up to `wait` seconds (saying so on a terminal), then raise IndexBusy."""
+        return self._sync(rebuild, show_progress, wait, console.warning if show_progress else None)
+
+    def _sync(
+        self,
+        rebuild: bool,
+        show_progress: bool,
+        wait: float,
+        on_wait: Callable[[str], None] | None,
+    ) -> indexer.SyncReport:
         progress = console.SyncProgress() if show_progress else None
         report = indexer.sync(
             self.settings,
@@ -119,7 +128,7 @@ class Index:
             progress=progress,
             commit=self._commit,
             wait=wait,
-            on_wait=console.warning if show_progress else None,
+            on_wait=on_wait,
             locked=self.follow,
         )
         return report
@@ -129,7 +138,7 @@ class Index:
         READ_WAIT_SECONDS at most and answer from the index as it is (None, after one
         notice on stderr), since a search needs no writer lock."""
         try:
-            return self.sync(show_progress=show_progress, wait=READ_WAIT_SECONDS)
+            return self._sync(False, show_progress, READ_WAIT_SECONDS, on_wait=None)
         except indexer.IndexBusy as exc:
             console.warning(
                 f"pid {exc.holder} is updating the index; answering from the index as it is"
