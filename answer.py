@@ -17,6 +17,7 @@ from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from errors import LLMFailed, first_line
 from terms import content_terms, has_cjk
 
 if TYPE_CHECKING:
@@ -52,6 +53,7 @@ NOTHING_FOUND = "Nothing in your notes matches this question."
 MAX_TURNS = 6  # earlier exchanges a follow-up rewrite may look back on
 FRAGMENT_CHARS = 240
 MAX_QUERY_CHARS = 400
+FOLLOW_UP_DEPTH = 3  # merged-search passages that may show a question is a follow-up
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,8 @@ class Answer:
     hits: list[Hit] = field(default_factory=list)
     retrieval_ms: float = 0.0
     generation_ms: float = 0.0
+    llm_error: str | None = None  # why the LLM gave no answer, when it failed: then extractive
+    cancelled: bool = False  # Ctrl-C while it streamed: `text` is what had come, checked
 
     def to_json(self) -> dict:
         return {
@@ -106,6 +110,8 @@ class Answer:
             "references": [r.to_json() for r in self.references],
             "retrieval_ms": round(self.retrieval_ms, 1),
             "generation_ms": round(self.generation_ms, 1),
+            "query": self.query,
+            "llm_error": self.llm_error,
         }
 
 
@@ -121,33 +127,69 @@ def ask(
 ) -> Answer:
     """Rewrite, retrieve, generate (or extract), check. `show` displays the stream.
 
+    When the model fails (a dead server, a refused key) the answer falls back to the
+    extractive one over the same passages, and `llm_error` says why in one line.
+
     retrieval_ms is the search alone; generation_ms is all time spent in the LLM (the
     rewrite and the answer) or composing the extractive answer.
     """
     started = time.perf_counter()
-    query = standalone_query(question, history, chat)
-    rewritten = time.perf_counter()
-    hits = search(query)
-    searched = time.perf_counter()
+    searched_ms: list[float] = []
+
+    def timed_search(query: str) -> list[Hit]:
+        began = time.perf_counter()
+        try:
+            return search(query)
+        finally:
+            searched_ms.append((time.perf_counter() - began) * 1000)
+
+    llm_error = None
+    try:
+        query, hits = resolve(question, history, timed_search, chat)
+    except LLMFailed as exc:  # the rewrite failed: search without the model
+        llm_error, chat = first_line(exc), None
+        query, hits = resolve(question, history, timed_search, None)
     result = Answer(question, query, "llm" if chat else "extractive", hits=hits)
-    result.retrieval_ms = (searched - rewritten) * 1000
+    result.retrieval_ms = sum(searched_ms)
     if not hits:
         result.text = NOTHING_FOUND
-    elif chat is None:
+    elif chat is not None:
+        try:
+            _generate(result, chat, show)
+        except LLMFailed as exc:  # keep what was retrieved: the notes' own sentences
+            llm_error, result.mode = first_line(exc), "extractive"
+    if hits and result.mode == "extractive":
         result.text, result.references = extractive(query, hits)
         result.citations = [r.n for r in result.references]
-    else:
-        pieces = chat.stream(build_messages(question, hits, query))
-        try:
-            raw = show(pieces) if show else "".join(pieces)
-        finally:
-            pieces.close()  # on Ctrl-C too: ends the request, so the server stops generating
-        checked = check_citations(raw.strip(), len(hits))
-        result.text = checked.text
-        result.citations, result.invalid_citations = checked.cited, checked.invalid
-        result.references = references(checked.text, checked.cited, hits)
-    result.generation_ms = (time.perf_counter() - searched + rewritten - started) * 1000
+        result.invalid_citations = []
+    result.llm_error = llm_error
+    result.generation_ms = (time.perf_counter() - started) * 1000 - result.retrieval_ms
     return result
+
+
+def _generate(result: Answer, chat: Chat, show: Callable | None) -> None:
+    """The model's answer to `result`'s question, streamed through `show`, then checked."""
+    pieces = chat.stream(build_messages(result.question, result.hits, result.query))
+    received: list[str] = []
+    try:
+        raw = show(_recorded(pieces, received)) if show else "".join(pieces)
+    except KeyboardInterrupt:
+        if show is None:
+            raise
+        raw, result.cancelled = "".join(received), True  # what was shown stays, checked
+    finally:
+        pieces.close()  # on Ctrl-C too: ends the request, so the server stops generating
+    checked = check_citations(raw.strip(), len(result.hits))
+    result.text = checked.text
+    result.citations, result.invalid_citations = checked.cited, checked.invalid
+    result.references = references(checked.text, checked.cited, result.hits)
+
+
+def _recorded(pieces: Iterable[str], into: list[str]) -> Generator[str, None, None]:
+    """The pieces, each kept in `into` as it passes, so a Ctrl-C does not lose them."""
+    for piece in pieces:
+        into.append(piece)
+        yield piece
 
 
 # --- prompts ---------------------------------------------------------------------------
@@ -182,22 +224,70 @@ _FOLLOW_UP = re.compile(
 )
 
 
-def standalone_query(question: str, history: list[Turn], chat: Chat | None) -> str:
-    """The question rewritten to stand alone, by the model, or by a rule without one.
+def leans_on_context(question: str) -> bool:
+    """Whether a question may lean on the previous one: a pronoun, "and…", "what about…",
+    or too few words to say much alone. Such a question is *ambiguous*, not a follow-up:
+    "how do I create a template" after a graph-view question is short and stands alone."""
+    return bool(_FOLLOW_UP.search(question)) or len(set(content_terms(question))) <= 2
 
-    The rule: a question that leans on the previous one (a pronoun, "and…", "what
-    about…", very few words) is searched together with the previous query.
+
+def merged_query(question: str, history: list[Turn]) -> str:
+    """The question read after the previous query, cut to MAX_QUERY_CHARS (its end kept)."""
+    room = MAX_QUERY_CHARS - len(question) - 1
+    return f"{history[-1].query[:room]} {question}".strip() if room > 0 else question
+
+
+def resolve(
+    question: str,
+    history: list[Turn],
+    search: Callable[[str], list[Hit]],
+    chat: Chat | None,
+) -> tuple[str, list[Hit]]:
+    """The query searched for `question` in this conversation, and what it found.
+
+    A question that stands alone is searched alone, and the model is not asked to rewrite
+    it. An ambiguous one is rewritten by the model when there is one; without a model it is
+    searched both alone and after the previous query, and the search whose best passage
+    better supports it wins (`_prefer_merged`). The chosen query is searched last, so a
+    caller that shows each search's results ends on the one used.
     """
-    if not history:
-        return question
+    if not history or not leans_on_context(question):
+        return question, search(question)
     if chat is not None:
         rewritten = _clean_rewrite(chat.complete(_rewrite_messages(question, history)))
-        if rewritten:
-            return rewritten
-    if _FOLLOW_UP.search(question) or len(set(content_terms(question))) <= 2:
-        room = MAX_QUERY_CHARS - len(question) - 1
-        return f"{history[-1].query[:room]} {question}".strip() if room > 0 else question
-    return question
+        query = rewritten or merged_query(question, history)
+        return query, search(query)
+    merged = merged_query(question, history)
+    own = set(content_terms(question))
+    if not own or merged == question:
+        return merged, search(merged)  # "why?", "那它呢？": nothing to search alone
+    merged_hits = search(merged)
+    alone_hits = search(question)
+    if _prefer_merged(own, set(content_terms(history[-1].query)) - own, alone_hits, merged_hits):
+        return merged, search(merged)
+    return question, alone_hits
+
+
+def _prefer_merged(own: set[str], before: set[str], alone: list[Hit], merged: list[Hit]) -> bool:
+    """A follow-up's answer sits where the earlier topic and the new words meet.
+
+    The merged search wins when one of its best passages holds words of both the question
+    and the previous query, and as much of the question as the best passage found for the
+    question alone. "and the metrics port?" after an upload question: no passage speaks of
+    both, so the question is searched alone.
+    """
+    if not alone:
+        return bool(merged)
+    needed = _share(own, alone[0])
+    return any(_share(before, h) > 0 and _share(own, h) >= needed for h in merged[:FOLLOW_UP_DEPTH])
+
+
+def _share(wanted: set[str], hit: Hit) -> float:
+    """The share of `wanted` terms found in a passage, its heading chain and file name."""
+    if not wanted:
+        return 0.0
+    held = set(content_terms(f"{hit.source} {hit.heading_chain} {hit.text}"))
+    return len(wanted & held) / len(wanted)
 
 
 def _rewrite_messages(question: str, history: list[Turn]) -> list[dict]:

@@ -269,6 +269,8 @@ def stream_answer(pieces: Iterator[str]) -> str:
 
 def show_answer(answer: Answer, hint: bool = True) -> None:
     """The checked answer, the reference list, and what was removed or is missing."""
+    if answer.llm_error:  # the LLM failed: say why above the notes' own sentences
+        error(f"{answer.llm_error} Quoting your notes instead.")
     if out.is_terminal:
         out.print(_CitedMarkdown(answer.text))
     else:
@@ -283,7 +285,7 @@ def show_answer(answer: Answer, hint: bool = True) -> None:
     if answer.mode == "llm" and answer.hits and not answer.citations:
         warning("the answer cites none of the sources; check it against them (/sources)")
     show_references(answer.references)
-    if hint and answer.mode == "extractive":
+    if hint and answer.mode == "extractive" and not answer.llm_error:
         from answer import ENABLE_GENERATION
 
         err.print(f"[dim]{escape(ENABLE_GENERATION)}[/]")

@@ -144,6 +144,11 @@ class Chat:
                 f"{where} did not answer within {self.timeout:g} s{tries}. Is it overloaded "
                 "or loading a model? Try again, or raise ASKMD_LLM_TIMEOUT."
             )
+        if isinstance(exc, openai.APIConnectionError) and self.url == DEFAULT_URL:
+            return LLMFailed(  # the user set no URL: there is nothing of theirs to check
+                f"no network route to api.openai.com{tries}. Check the internet connection, "
+                "or set OPENAI_BASE_URL to a local server."
+            )
         if isinstance(exc, openai.APIConnectionError):
             return LLMFailed(f"cannot reach {where}{tries}. Is it running? Check OPENAI_BASE_URL.")
         if not isinstance(exc, openai.APIStatusError):

@@ -234,7 +234,10 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
     elif word == "/debug":
         if not rest.strip():
             raise AskmdError("/debug needs a question, e.g. /debug how do I rotate the keys?")
-        console.show_debug(index.search(rest, index.settings.top_k), rest)
+        query, hits = answer.resolve(  # as a question here would be searched, without a model
+            rest, talk.turns, lambda q: index.search(q, index.settings.top_k), None
+        )
+        console.show_debug(hits, query)
     elif word == "/sources":
         if talk.last is None:
             raise AskmdError("no answer yet: ask a question first")

@@ -83,6 +83,8 @@ ASK_JSON_FIELDS = [
     "references",
     "retrieval_ms",
     "generation_ms",
+    "query",
+    "llm_error",
 ]
 
 

@@ -476,10 +476,6 @@ def test_extractive_shape_property(texts: list[str], query: str) -> None:
 HISTORY = [Turn("Which port does the API use?", "Which port does the API use?", "8420 [1].")]
 
 
-def test_standalone_query_without_history_is_unchanged() -> None:
-    assert answer.standalone_query("and the metrics?", [], None) == "and the metrics?"
-
-
 @pytest.mark.parametrize(
     "question",
     [
@@ -490,16 +486,8 @@ def test_standalone_query_without_history_is_unchanged() -> None:
         "redis backups",
     ],
 )
-def test_follow_up_is_searched_with_previous_query(question: str) -> None:
-    assert (
-        answer.standalone_query(question, HISTORY, None)
-        == f"Which port does the API use? {question}"
-    )
-
-
-def test_follow_up_uses_the_last_turn_query() -> None:
-    history = [Turn("q1", "first query", ""), Turn("and it?", "second query and it?", "")]
-    assert answer.standalone_query("why?", history, None) == "second query and it? why?"
+def test_a_question_with_a_pronoun_or_few_words_may_lean_on_context(question: str) -> None:
+    assert answer.leans_on_context(question)
 
 
 @pytest.mark.parametrize(
@@ -510,20 +498,85 @@ def test_follow_up_uses_the_last_turn_query() -> None:
         "数据库备份在什么时候进行？",
     ],
 )
-def test_standalone_question_with_history_is_unchanged(question: str) -> None:
-    assert answer.standalone_query(question, HISTORY, None) == question
+def test_a_question_with_enough_words_and_no_pronoun_stands_alone(question: str) -> None:
+    assert not answer.leans_on_context(question)
+    searched: list[str] = []
+    query, _ = answer.resolve(question, HISTORY, lambda q: searched.append(q) or [API], None)
+    assert query == question and searched == [question]  # searched once, alone
+
+
+def test_merged_query_reads_the_question_after_the_last_query() -> None:
+    history = [Turn("q1", "first query", ""), Turn("and it?", "second query and it?", "")]
+    assert answer.merged_query("why?", history) == "second query and it? why?"
 
 
 @given(st.text(max_size=600), st.sampled_from(["and the port?", "what about it?", "那它呢？"]))
-def test_follow_up_query_is_capped(previous: str, question: str) -> None:
-    query = answer.standalone_query(question, [Turn("q", previous, "")], None)
+def test_merged_query_is_capped(previous: str, question: str) -> None:
+    query = answer.merged_query(question, [Turn("q", previous, "")])
     assert len(query) <= answer.MAX_QUERY_CHARS
     assert query.endswith(question)
 
 
-def test_follow_up_keeps_the_end_when_capped() -> None:
-    query = answer.standalone_query("and it?", [Turn("q", "w" * 1000, "")], None)
+def test_merged_query_keeps_the_end_when_capped() -> None:
+    query = answer.merged_query("and it?", [Turn("q", "w" * 1000, "")])
     assert query == "w" * (answer.MAX_QUERY_CHARS - 8) + " and it?"
+
+
+# A small vault, and a keyword search over it: what the passages say decides the query.
+VAULT = [
+    hit(1, "The graph view shows your notes as dots and links as lines.", "Graph view.md",
+        "Graph view"),
+    hit(2, "To create a template, put a note in the templates folder.", "Templates.md",
+        "Templates"),
+    hit(3, "A template can be deleted like any note; inserted copies stay.", "Templates.md",
+        "Templates › Delete"),
+    hit(4, "Photos up to 50 MB can be uploaded.", "upload.md", "Upload › Size"),
+    hit(5, "The metrics port is 9420.", "ops.md", "Ops › Metrics port"),
+    hit(6, "Delete a note from the file menu.", "Files.md", "Files › Delete"),
+]  # fmt: skip
+
+
+def keyword_search(query: str) -> list[Hit]:
+    """The vault's passages sharing a term with the query, most shared terms first."""
+    want = set(answer.content_terms(query))
+
+    def shared(h: Hit) -> int:
+        return len(want & set(answer.content_terms(f"{h.source} {h.heading_chain} {h.text}")))
+
+    return sorted((h for h in VAULT if shared(h)), key=lambda h: (-shared(h), h.rank))
+
+
+@pytest.mark.parametrize(
+    ("before", "question", "query", "source"),
+    [  # a new question, short: searched alone
+        ("what does the graph view show", "how do I create a template", "alone", "Templates.md"),
+        ("what is the maximum upload size?", "and the metrics port?", "alone", "ops.md"),
+        # a follow-up: the earlier topic and the new words meet in one passage
+        ("how do I create a template", "and how do I delete it?", "merged", "Templates.md"),
+        # nothing to search alone
+        ("how do I create a template", "why?", "merged", "Templates.md"),
+    ],
+)
+def test_an_ambiguous_question_is_searched_the_better_supported_way(
+    before: str, question: str, query: str, source: str
+) -> None:
+    history = [Turn(before, before, "")]
+    searched: list[str] = []
+    chosen, hits = answer.resolve(
+        question, history, lambda q: searched.append(q) or keyword_search(q), None
+    )
+    expected = question if query == "alone" else f"{before} {question}"
+    assert chosen == expected
+    assert hits == keyword_search(expected) and hits[0].source == source
+    assert searched[-1] == chosen  # the query used is the last one searched
+
+
+def test_ask_answers_a_new_short_question_on_its_own() -> None:
+    history = [Turn("what does the graph view show", "what does the graph view show", "")]
+    result = answer.ask("how do I create a template", history, keyword_search, None)
+    assert result.query == "how do I create a template"
+    assert "templates folder" in result.text and "graph" not in result.text.lower()
+    assert result.to_json()["query"] == "how do I create a template"
 
 
 # --- prompts ---------------------------------------------------------------------------
@@ -590,9 +643,9 @@ def test_ask_follow_up_searches_the_standalone_query() -> None:
         return [API]
 
     result = answer.ask("and the metrics?", HISTORY, search, None)
-    assert searched == ["Which port does the API use? and the metrics?"]
+    assert searched[-1] == "Which port does the API use? and the metrics?"
     assert result.question == "and the metrics?"
-    assert result.query == searched[0]
+    assert result.query == searched[-1]
 
 
 def test_ask_nothing_found() -> None:

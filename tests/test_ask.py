@@ -333,7 +333,7 @@ def test_a_server_that_does_not_stream_is_not_an_empty_answer(server: OpenAIServ
 # --- the real program: a tiny knowledge folder, embeddings from the same server ----------
 
 K = ("-k", "3")  # every chunk of NOTES: which one ranks first is up to the scripted vectors
-SYNC_LINE = re.compile(r"^(indexed: .* chunks in the index|index up to date: .* chunks) \(")
+SYNC_LINE = re.compile(r"^(indexed: .* chunks? in the index|index up to date: .* chunks?) \(")
 
 
 @pytest.fixture(scope="module")
@@ -522,15 +522,18 @@ def test_ask_warns_when_the_answer_cites_nothing(run_rag, kb: Path, server: Open
 # --- 6. ask fails in one line ------------------------------------------------------------
 
 
-def assert_one_error_line(result: subprocess.CompletedProcess, start: str) -> str:
-    assert result.returncode == 1
+def assert_error_then_quotes(result: subprocess.CompletedProcess, start: str) -> str:
+    """The LLM failed: one error line above the notes' own sentences and their references."""
+    assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     sync, *rest = result.stderr.splitlines()
     assert SYNC_LINE.match(sync), sync
-    assert len(rest) == 1, result.stderr
+    assert len(rest) == 1, result.stderr  # no "No LLM is configured" hint: one is
     (line,) = rest
-    assert line.startswith("error: " + start), line
-    assert result.stdout == ""
+    assert line.startswith("error: " + start) and line.endswith(" Quoting your notes instead.")
+    answer_lines = result.stdout.split("\n\n")[0].splitlines()
+    assert answer_lines and all(re.fullmatch(r"- .+ \[\d+\]", x) for x in answer_lines)
+    assert _SOURCE_HEAD.search(result.stdout), result.stdout  # the references follow
     return line
 
 
@@ -542,26 +545,72 @@ def assert_one_error_line(result: subprocess.CompletedProcess, start: str) -> st
     ],
     ids=["401", "500"],
 )
-def test_ask_with_a_failing_llm_is_one_error_line(
+def test_ask_with_a_failing_llm_falls_back_to_quotes(
     run_rag, kb: Path, server: OpenAIServer, status: int, times: int, words: list[str]
 ) -> None:
     reply_with(server, "never shown")
     server.force(CHAT, status, times=times, headers=FAST_RETRY)
     result = run_rag(*where(kb), "ask", "Which ports?", *K, **llm_env(server))
-    line = assert_one_error_line(result, f"the LLM server at {server.url} ")
+    line = assert_error_then_quotes(result, f"the LLM server at {server.url} ")
     for word in words:
         assert word in line
     assert len(chat_requests(server)) == times
 
 
-def test_ask_with_an_unreachable_llm_is_one_error_line(run_rag, tmp_path: Path) -> None:
+def test_ask_json_with_a_failing_llm_is_extractive_with_the_error(
+    run_rag, kb: Path, server: OpenAIServer
+) -> None:
+    server.force(CHAT, 401)
+    result = run_rag(*where(kb), "ask", "Which port does the API use?", *K, "--json",
+                     **llm_env(server))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert list(data) == ASK_JSON_FIELDS
+    assert data["mode"] == "extractive"
+    assert data["llm_error"].startswith(f"the LLM server at {server.url} refused the API key")
+    assert "\n" not in data["llm_error"]
+    assert data["references"] and data["citations"] == [r["n"] for r in data["references"]]
+    assert data["answer"].startswith("- ")
+
+
+def test_ask_json_without_an_error_has_a_null_llm_error(
+    run_rag, kb: Path, server: OpenAIServer
+) -> None:
+    reply_with(server, ANSWER)
+    result = run_rag(*where(kb), "ask", "Which ports?", *K, "--json", **llm_env(server))
+    data = json.loads(result.stdout)
+    assert data["mode"] == "llm" and data["llm_error"] is None
+    assert data["query"] == "Which ports?"
+
+
+def test_ask_with_an_unreachable_llm_falls_back_to_quotes(run_rag, tmp_path: Path) -> None:
     # Local embeddings, so that only the chat model is unreachable.
     folder = write_notes(tmp_path / "kb", {"bread.md": NOTES["bread.md"]})
     url = f"http://127.0.0.1:{closed_port()}/v1"
     env = {"OPENAI_BASE_URL": url, "ASKMD_LLM_MODEL": "m1"}
-    result = run_rag(*where(folder), "ask", "How often to feed it?", **env)
-    line = assert_one_error_line(result, f"cannot reach the LLM server at {url} (tried 3 times).")
-    assert line.endswith("Check OPENAI_BASE_URL.")
+    result = run_rag(*where(folder), "ask", "How often to feed the starter?", **env)
+    line = assert_error_then_quotes(
+        result, f"cannot reach the LLM server at {url} (tried 3 times)."
+    )
+    assert "Check OPENAI_BASE_URL." in line
+    assert "Feed the starter daily. [1]" in result.stdout
+
+
+def test_unreachable_api_openai_com_says_there_is_no_route() -> None:
+    """No URL set: the client's real connection error, raised through a proxy that is not
+    there (no network is needed), names api.openai.com and not OPENAI_BASE_URL."""
+    import httpx
+    import openai
+
+    chat = Chat(None, "sk-test", "gpt-4o-mini", max_retries=0)
+    chat._client = openai.OpenAI(
+        api_key="sk-test",
+        max_retries=0,
+        http_client=httpx.Client(proxy=f"http://127.0.0.1:{closed_port()}", timeout=2),
+    )
+    message = _error_of(chat)
+    assert message.startswith("no network route to api.openai.com. Check the internet")
+    assert "Check OPENAI_BASE_URL" not in message
 
 
 # --- 7. no LLM: quoted from the notes ----------------------------------------------------
@@ -605,6 +654,37 @@ def test_extractive_human_output_ends_with_the_hint(run_rag, local_kb: Path) -> 
     hint = result.stderr.splitlines()[-1]
     assert hint == ENABLE_GENERATION
     assert "OPENAI_API_KEY" in hint and "http://localhost:11434/v1" in hint
+
+
+FOLLOW_NOTES = {
+    "upload.md": "# Uploads\n\nThe maximum upload size is 50 MB per photo.\n",
+    "ops.md": "# Operations\n\n## Metrics\n\nThe metrics port is 9420, scraped by Prometheus.\n",
+    "bread.md": "# Bread\n\nFeed the sourdough starter daily.\n",
+}
+
+
+def test_repl_searches_a_new_short_question_on_its_own(tmp_path: Path) -> None:
+    """No LLM: "and the metrics port?" after the upload question is not the upload answer
+    again, and /debug shows which query it searched."""
+    kb = write_notes(tmp_path / "kb", FOLLOW_NOTES)
+    stdin = (
+        "what is the maximum upload size?\n/debug and is that per photo?\n"
+        "/debug and the metrics port?\nand the metrics port?\n"
+    )
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "rag.py"), *where(kb)],
+        input=stdin, capture_output=True, text=True, env={**clean_env(), "COLUMNS": "200"},
+        cwd=tmp_path, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    upload, follow_up, metrics = result.stdout.split("retrieved for ")
+    assert "- The maximum upload size is 50 MB per photo. [1]" in upload
+    # a real follow-up is read with the question before it ...
+    assert follow_up.startswith("'what is the maximum upload size? and is that per photo?'")
+    # ... a new question on its own, and answered from its own passage
+    assert metrics.startswith("'and the metrics port?'")
+    assert "- The metrics port is 9420, scraped by Prometheus. [1]" in metrics
+    assert "50 MB" not in metrics.split("\n- ", 1)[1]
 
 
 # --- 8. the REPL, piped ------------------------------------------------------------------
@@ -693,18 +773,25 @@ def test_repl_sources_before_any_answer_is_an_error_line(kb: Path, server: OpenA
     assert chat_requests(server) == []
 
 
-def test_repl_carries_on_after_an_llm_error(kb: Path, server: OpenAIServer) -> None:
+def test_repl_quotes_the_notes_after_an_llm_error(kb: Path, server: OpenAIServer) -> None:
     converse(server, REWRITE, ANSWER)
     server.force(CHAT, 500, times=3, headers=FAST_RETRY)  # the client tries three times
-    result = repl(kb, server, "What port does the API use?\nWhat port does the API use?\n")
+    stdin = "What port does the API use?\n/sources\nWhat port does the API use?\n"
+    result = repl(kb, server, stdin)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     sync, *rest = result.stderr.splitlines()
     assert SYNC_LINE.match(sync)
     assert rest == [
         f"error: the LLM server at {server.url} failed (500) (tried 3 times): forced 500. "
-        "Try again; if it persists, check the server's log."
+        "Try again; if it persists, check the server's log. Quoting your notes instead."
     ]
-    # The failed question left no trace in the conversation: the next one is not rewritten.
+    # The passages were kept: quoted, and listed by /sources (not "no answer yet").
+    out = result.stdout
+    assert re.match(r"- .+ \[\d+\]\n", out), out
+    assert out.count("The API listens on port 8420.") >= 2
+    # The next question stands alone: answered by the model, not rewritten.
     assert systems(server) == [SYSTEM_PROMPT] * 4
-    assert result.stdout.splitlines() == answer_block(chat_requests(server)[-1])
+    assert out.splitlines()[-len(answer_block(chat_requests(server)[-1])) :] == answer_block(
+        chat_requests(server)[-1]
+    )
