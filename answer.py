@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 import time
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field
@@ -198,7 +199,8 @@ def _recorded(pieces: Iterable[str], into: list[str]) -> Generator[str, None, No
 def build_messages(question: str, hits: list[Hit], query: str = "") -> list[dict]:
     """System rules, then the sources numbered [1]..[k] with file and heading chain."""
     sources = "\n\n".join(
-        f"[{n}] {_label(hit)}\n{hit.text.strip()}" for n, hit in enumerate(hits, start=1)
+        f"[{n}] {_label(hit)}\n{neutralise_citations(hit.text.strip())}"
+        for n, hit in enumerate(hits, start=1)
     )
     asked = f"Question: {question}"
     if query and query != question:
@@ -321,8 +323,8 @@ def _clean_rewrite(reply: str) -> str:
 # --- citations -------------------------------------------------------------------------
 
 # [1] [1][2] [1, 2] [1-3] [^1] [Source 2] 【1】 ［1，2］ — numbers joined by , ; 、 - – ~ "and".
-_NUMBERS = (
-    r"\s*(?:\^|sources?\s*|来源\s*)?(\d{1,4}(?:\s*(?:[,，、;；\-–—~～]|and|to)\s*\d{1,4})*)\s*"
+_NUMBERS = (  # any count of digits: [99999] is an invalid citation, not plain text
+    r"\s*(?:\^|sources?\s*|来源\s*)?(\d+(?:\s*(?:[,，、;；\-–—~～]|and|to)\s*\d+)*)\s*"
 )
 _ONE = rf"\[{_NUMBERS}\]|【{_NUMBERS}】|［{_NUMBERS}］"
 _CITATION = re.compile(_ONE, re.IGNORECASE)
@@ -344,6 +346,7 @@ def check_citations(text: str, k: int) -> CitationCheck:
     >>> check_citations("Port 8420 [1, 7]. Redis 【2】.", 2).text
     'Port 8420 [1]. Redis [2].'
     """
+    text = _visible_brackets(text)
     code: list[tuple[int, int]] = []
     cited: list[int] = []
     invalid: list[int] = []
@@ -389,6 +392,38 @@ def _expand(group: str) -> list[int]:
         else:
             numbers.extend(ends)
     return numbers
+
+
+_BRACKETED = re.compile(r"[\[【［][^\]】］\n]{0,60}[\]】］]")
+
+
+def _visible_brackets(text: str) -> str:
+    """Brackets without the invisible format characters inside them: "[\u200b9]" is a
+    citation of 9 to a reader, so it must be one to the checker too."""
+    return _BRACKETED.sub(
+        lambda m: "".join(c for c in m.group() if unicodedata.category(c) != "Cf"), text
+    )
+
+
+_PLAIN_NUMBER = {"[": "(", "]": ")", "【": "（", "】": "）", "［": "（", "］": "）"}
+
+
+def neutralise_citations(text: str) -> str:
+    """Note text with its own bracketed numbers written in parentheses, outside code.
+
+    A note saying "30 days [2]" means its own footnote, not source 2 of an answer: quoted
+    in an answer or shown to the model as a source, it must not read as a citation.
+    "(2)" reads naturally and no citation pattern matches it.
+    """
+    text = _visible_brackets(text)
+    code = [m.span() for m in _CODE.finditer(text)]
+
+    def plain(match: re.Match) -> str:
+        if any(start <= match.start() < end for start, end in code):
+            return match.group()
+        return "".join(_PLAIN_NUMBER.get(c, c) for c in match.group())
+
+    return _CITATION.sub(plain, text)
 
 
 # --- references and fragments ----------------------------------------------------------
@@ -537,7 +572,8 @@ def extractive(query: str, hits: list[Hit], max_sentences: int = 3) -> tuple[str
     for i in chosen:
         n, sentence = candidates[i][:2]
         quoted = _trim(sentence)
-        lines.append(f"- {quoted}{'' if quoted == sentence else ' …'} [{n}]")
+        shown = neutralise_citations(quoted)
+        lines.append(f"- {shown}{'' if quoted == sentence else ' …'} [{n}]")
         if n not in seen:
             seen.add(n)
             hit = hits[n - 1]

@@ -76,7 +76,7 @@ CITATIONS = [
     ("run-keeps-its-order", "x [2] [1].", 3, "x [2][1].", [2, 1], []),
     ("no-citations", "No citations here.", 3, "No citations here.", [], []),
     ("not-a-citation", "x [1,,2] [a] [] y", 3, "x [1,,2] [a] [] y", [], []),
-    ("five-digits-not-a-citation", "x [10000]", 3, "x [10000]", [], []),
+    ("five-digits-out-of-range", "x [10000]", 3, "x", [], [10000]),
     ("inline-code", "use `arr[1]` here [1].", 3, "use `arr[1]` here [1].", [1], []),
     ("inline-code-invalid", "x `a[7]` y [7].", 3, "x `a[7]` y.", [], [7]),
     (
@@ -672,3 +672,55 @@ def test_extractive_reads_a_sentence_with_its_heading() -> None:
     text, refs = answer.extractive("what is the maximum upload size?", [faq])
     assert text.splitlines()[0] == "- 50 MB per photo. [1]"
     assert refs[0].text == "50 MB per photo."
+
+
+# --- bracketed numbers written in the notes --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "k", "expected", "cited", "invalid"),
+    [
+        ("A [99999].", 3, "A.", [], [99999]),
+        ("A [123456789012].", 3, "A.", [], [123456789012]),
+        ("A [\u200b9].", 3, "A.", [], [9]),
+        ("A [\u200b2\u2060].", 3, "A [2].", [2], []),
+        ("A 【\ufeff2】.", 3, "A [2].", [2], []),
+    ],
+    ids=["five-digits", "twelve-digits", "zero-width-out-of-range", "zero-width-valid", "bom"],
+)
+def test_citation_checker_sees_through_long_numbers_and_invisible_characters(
+    text: str, k: int, expected: str, cited: list[int], invalid: list[int]
+) -> None:
+    assert check_citations(text, k) == CitationCheck(expected, cited, invalid)
+
+
+NOTE_CITES = hit(
+    1,
+    "The refund window is 30 days [2]. The job prints output [99] and 【3】 then exits. "
+    "Index it with `arr[2]` first.",
+    source="refunds.md",
+    chain="Refunds",
+)
+
+
+def test_extractive_answer_does_not_present_a_notes_own_brackets_as_citations() -> None:
+    text, refs = answer.extractive("refund window days output job prints", [NOTE_CITES])
+    assert "- The refund window is 30 days (2). [1]" in text.splitlines()
+    assert "- The job prints output (99) and （3） then exits. [1]" in text.splitlines()
+    checked = check_citations(text, 1)
+    assert checked.cited == [1] and checked.invalid == [] and checked.text == text
+    assert refs[0].text in NOTE_CITES.text  # the reference stays verbatim
+
+
+def test_sources_given_to_the_model_carry_no_citation_like_brackets() -> None:
+    [_, user] = answer.build_messages("refund window?", [NOTE_CITES])
+    source = user["content"].split("\n", 3)[3]
+    assert "30 days (2)" in source and "output (99)" in source and "（3）" in source
+    assert "`arr[2]`" in source  # code is left as written
+    assert check_citations(source.replace("`arr[2]`", ""), 1).cited == []
+
+
+def test_ask_extractive_with_bracketed_numbers_in_the_note_cites_only_real_sources() -> None:
+    result = answer.ask("how long is the refund window", [], lambda q: [NOTE_CITES], None)
+    assert result.citations == [1] and result.invalid_citations == []
+    assert "[2]" not in result.text and "[99]" not in result.text
