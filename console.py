@@ -7,14 +7,16 @@ plain so that other programs can read it. Nothing outside this module and rag.py
 from __future__ import annotations
 
 import json
+import re
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markdown import Markdown, Paragraph
 from rich.markup import escape
 from rich.panel import Panel
-from rich.segment import Segment
 from rich.text import Text
 
 import chunker
@@ -27,34 +29,68 @@ if TYPE_CHECKING:
 out = Console(highlight=False, soft_wrap=False)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
+# Every C0 control but tab and newline, DEL, and every C1 control (0x9b is a CSI of its own).
+_CONTROL = re.compile(r"\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def clean(text: str) -> str:
+    """Text from a note, a file name or a model, made safe to print: controls shown, not obeyed.
+
+    A note can hold escape sequences that a terminal would obey (ESC]52 writes the
+    clipboard, ESC]0 the window title, ESC[2J clears the screen), and a lone CR lets a
+    line overwrite another. Each control becomes visible instead: C0 ones as their Unicode
+    pictures (ESC → ␛, CR → ␍), C1 ones as \\x9b. CRLF is a plain line end.
+    """
+    return _CONTROL.sub(_visible, text)
+
+
+def _visible(match: re.Match) -> str:
+    char = match.group()
+    if char == "\r\n":
+        return "\n"
+    code = ord(char)
+    if code < 0x20:
+        return chr(0x2400 + code)
+    return "\u2421" if code == 0x7F else f"\\x{code:02x}"
+
+
+def plural(count: int, word: str, words: str | None = None) -> str:
+    """The count with the word in the right number: "1 chunk", "2 chunks"."""
+    return f"{count:,} {word if count == 1 else words or word + 's'}"
+
 
 def warning(message: str) -> None:
-    err.print(f"[yellow]warning:[/] {escape(message)}")
+    err.print(f"[yellow]warning:[/] {escape(clean(message))}")
 
 
 def error(message: str) -> None:
-    for line in message.splitlines() or [""]:
+    for line in clean(message).splitlines() or [""]:
         err.print(f"[bold red]error:[/] {escape(line)}")
 
 
 def notice(message: str) -> None:
-    out.print(escape(message))
+    out.print(escape(clean(message)))
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    """JSON on stdout. json.dumps escapes C0 controls but, with ensure_ascii off, leaves DEL
+    and the C1 controls raw; they are escaped too, so a pipe into a terminal stays safe."""
+    text = json.dumps(data, ensure_ascii=False, indent=2)
+    text = re.sub(r"[\x7f-\x9f]", lambda m: f"\\u{ord(m.group()):04x}", text)
+    sys.stdout.write(text + "\n")
     sys.stdout.flush()
 
 
 def show_chunks(file: str, mode: str, chunks: list[chunker.Chunk], size: int) -> None:
     total = sum(len(c.text) for c in chunks)
     out.print(
-        f"[bold]{escape(file)}[/] · {mode} mode · {len(chunks)} chunks · {total:,} chars "
+        f"[bold]{escape(clean(file))}[/] · {mode} mode · {plural(len(chunks), 'chunk')} · "
+        f"{total:,} chars "
         f"(target {size}, cap {chunker.hard_cap(size)})",
         soft_wrap=True,
     )
     for c in chunks:
-        chain = " › ".join(c.heading_chain) or "(no heading)"
+        chain = clean(" › ".join(c.heading_chain)) or "(no heading)"
         title = Text.assemble(
             (f"#{c.chunk_index} ", "bold cyan"),
             (f"lines {c.line_start}–{c.line_end} ", "green"),
@@ -62,50 +98,64 @@ def show_chunks(file: str, mode: str, chunks: list[chunker.Chunk], size: int) ->
             (f"  {len(c.text)} chars", "dim"),
             (f", {c.overlap} overlap" if c.overlap else "", "dim"),
         )
-        out.print(Panel(Text(c.text), title=title, title_align="left", border_style="dim"))
+        out.print(Panel(Text(clean(c.text)), title=title, title_align="left", border_style="dim"))
 
 
 class SyncProgress:
-    """A rich progress bar on a terminal (files, chunks, embeddings/s, ETA); silent otherwise."""
+    """Progress of a sync on a terminal (silent otherwise): files, then chunks.
+
+    Files count as they are read and chunked, so the file bar moves from the start; the
+    chunk bar moves per embedding batch, with the time left estimated from the rate since
+    embedding began, so an estimate shows from the first batch on.
+    """
 
     def __init__(self) -> None:
         self.bar = None
         self.files_task = self.chunks_task = None
+        self.began = 0.0  # when the last file was chunked: embedding starts then
+        self.done = 0
 
     def start(self, files: int, chunks: int) -> None:
         if not err.is_terminal or (files == 0 and chunks == 0):
             return
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TaskProgressColumn,
-            TextColumn,
-            TimeRemainingColumn,
-        )
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
         self.bar = Progress(
             TextColumn("{task.description:<10}"),
             BarColumn(),
             MofNCompleteColumn(),
-            TaskProgressColumn(),
             TextColumn("{task.fields[rate]}"),
-            TimeRemainingColumn(),
+            TextColumn("{task.fields[eta]}"),
             console=err,
             transient=True,
         )
-        self.files_task = self.bar.add_task("files", total=files, rate="")
-        self.chunks_task = self.bar.add_task("chunks", total=chunks, rate="")
+        self.files_task = self.bar.add_task("files", total=files, rate="", eta="")
+        self.chunks_task = self.bar.add_task("chunks", total=chunks, rate="", eta="")
+        self.began = time.monotonic()
         self.bar.start()
 
-    def advance(self, files: int = 0, chunks: int = 0) -> None:
+    def chunked(self, chunks: int) -> None:
+        """One more file was read and split into `chunks` chunks to embed or find cached."""
         if self.bar is None:
             return
-        self.bar.advance(self.files_task, files)
+        self.bar.advance(self.files_task, 1)
+        total = self.bar.tasks[1].total or 0
+        self.bar.update(self.chunks_task, total=total + chunks)
+        self.began = time.monotonic()
+
+    def advance(self, files: int = 0, chunks: int = 0) -> None:
+        """Chunks embedded or found cached (files were counted when chunked)."""
+        if self.bar is None or not chunks:
+            return
+        self.done += chunks
         self.bar.advance(self.chunks_task, chunks)
-        task = self.bar.tasks[1]
-        if task.speed:
-            self.bar.update(self.chunks_task, rate=f"{task.speed:.1f} emb/s")
+        elapsed = time.monotonic() - self.began
+        left = (self.bar.tasks[1].total or 0) - self.done
+        if elapsed > 0 and left > 0:
+            rate = self.done / elapsed
+            self.bar.update(self.chunks_task, rate=f"{rate:.1f} chunks/s", eta=_left(left / rate))
+        else:
+            self.bar.update(self.chunks_task, eta="")
 
     def finish(self) -> None:
         if self.bar is not None:
@@ -113,7 +163,18 @@ class SyncProgress:
             self.bar = None
 
 
+def _left(seconds: float) -> str:
+    if seconds < 60:
+        return f"about {max(1, round(seconds))} s left"
+    minutes, seconds = divmod(round(seconds), 60)
+    return f"about {minutes} min {seconds:02d} s left"
+
+
+_warned: set[str] = set()  # sync warnings already shown: each is said once per session
+
+
 def show_sync(report, knowledge_dir=None, include=()) -> None:
+    """The sync's warnings (once per session each), then one line for what it did."""
     if report.files_scanned == 0 and knowledge_dir is not None:
         warning(
             f"no notes found in {knowledge_dir}/ (looked for {', '.join(include)}). "
@@ -122,38 +183,62 @@ def show_sync(report, knowledge_dir=None, include=()) -> None:
     for skipped in report.files_skipped:
         warning(f"{skipped.source} is {skipped.reason}; skipped")
     for line in report.warnings:
-        warning(line)
+        if line not in _warned:
+            _warned.add(line)
+            warning(line)
     if report.rebuilt:
-        notice(f"rebuilding the index: {report.rebuild_reason}")
+        if report.rebuild_reason != "asked for":
+            notice(f"rebuilding the index: {report.rebuild_reason}")
+        err.print(f"rebuilt: {_rebuilt(report)} ({report.seconds:.1f} s)")
+        return
     touched = report.files_added + report.files_changed + report.files_deleted
-    if not touched and not report.rebuilt:
+    if not touched:
         err.print(
-            f"[dim]index up to date: {report.files_unchanged} files, "
-            f"{report.chunks_total} chunks ({report.seconds:.2f} s)[/]"
+            f"[dim]index up to date: {plural(report.files_unchanged, 'file')}, "
+            f"{plural(report.chunks_total, 'chunk')} ({report.seconds:.2f} s)[/]"
         )
         return
     err.print(
         f"indexed: {report.files_added} added, {report.files_changed} changed, "
         f"{report.files_deleted} deleted, {report.files_unchanged} unchanged; "
-        f"{report.chunks_embedded} chunks embedded, {report.chunks_deleted} removed; "
-        f"{report.chunks_total} chunks in the index ({report.seconds:.1f} s)"
+        f"{plural(report.chunks_embedded, 'chunk')} embedded, {report.chunks_deleted} removed; "
+        f"{plural(report.chunks_total, 'chunk')} in the index ({report.seconds:.1f} s)"
     )
+
+
+def _rebuilt(report) -> str:
+    """What a rebuild did, e.g. "13 files, 163 chunks (5 re-embedded, rest from cache)"."""
+    total, embedded = report.chunks_total, report.chunks_embedded
+    if embedded == 0:
+        how = "all from cache"
+    elif embedded >= total:
+        how = "all embedded"
+    else:
+        how = f"{embedded:,} re-embedded, rest from cache"
+    files = report.files_added + report.files_changed + report.files_unchanged
+    return f"{plural(files, 'file')}, {plural(total, 'chunk')} ({how})"
+
+
+def interrupted(chunks: int) -> None:
+    """Ctrl-C during a sync: what is kept (every stored group of files), and what to do."""
+    err.print(f"interrupted: {plural(chunks, 'chunk')} kept, run again to continue")
 
 
 def show_hits(hits, query: str) -> None:
     """Retrieved chunks, best first, each as `[n] score path › chain (lines a–b)` + text."""
     if not hits:
-        out.print(f"no chunks found for {escape(query)!r}")
+        out.print(f"no chunks found for {escape(clean(query))!r}")
         return
     for hit in hits:
         title = Text.assemble(
             (f"[{hit.rank}] ", "bold cyan"),
             (f"{hit.score:.3f} ", "magenta"),
-            (hit.source, "bold"),
-            (f" › {hit.heading_chain}" if hit.heading_chain else "", ""),
+            (clean(hit.source), "bold"),
+            (f" › {clean(hit.heading_chain)}" if hit.heading_chain else "", ""),
             (f" (lines {hit.line_start}–{hit.line_end})", "green"),
         )
-        snippet = hit.text if len(hit.text) <= 600 else hit.text[:600].rstrip() + " …"
+        text = clean(hit.text)
+        snippet = text if len(text) <= 600 else text[:600].rstrip() + " …"
         out.print(title, soft_wrap=True)
         out.print(Panel(Text(snippet), border_style="dim"))
 
@@ -161,42 +246,47 @@ def show_hits(hits, query: str) -> None:
 def show_debug(hits, query: str) -> None:
     """/debug: the retrieved chunks as one table (rank, score, where, the start of the text)."""
     if not hits:
-        out.print(f"no chunks found for {escape(query)!r}")
+        out.print(f"no chunks found for {escape(clean(query))!r}")
         return
     from rich.table import Table
 
-    table = Table(title=f"retrieved for {query!r}", title_justify="left", expand=True)
+    table = Table(title=f"retrieved for {clean(query)!r}", title_justify="left", expand=True)
     table.add_column("#", style=CITATION_STYLE, justify="right", no_wrap=True)
     table.add_column("score", style="magenta", justify="right", no_wrap=True)
     table.add_column("source › heading chain", ratio=2, overflow="fold")
     table.add_column("lines", style="green", no_wrap=True)
     table.add_column("text", ratio=3, style="dim")
     for hit in hits:
-        where = hit.source + (f" › {hit.heading_chain}" if hit.heading_chain else "")
-        snippet = " ".join(hit.text.split())
+        where = clean(hit.source + (f" › {hit.heading_chain}" if hit.heading_chain else ""))
+        snippet = " ".join(clean(hit.text).split())
         snippet = snippet if len(snippet) <= 160 else snippet[:159] + "…"
         table.add_row(
-            str(hit.rank), f"{hit.score:.3f}", where, f"{hit.line_start}–{hit.line_end}", snippet
+            str(hit.rank),
+            f"{hit.score:.3f}",
+            Text(where),
+            f"{hit.line_start}–{hit.line_end}",
+            Text(snippet),
         )
     out.print(table)
 
 
 def show_eval(report, verbose: bool = False) -> None:
     """The metrics, and with --verbose each query whose relevant file was not found."""
-    out.print(f"[bold]{report.queries}[/] queries, files ranked by their best chunk, k={report.k}")
+    queries = plural(report.queries, "query", "queries")
+    out.print(f"[bold]{queries}[/], files ranked by their best chunk, k={report.k}")
     metrics = report.to_json()
     for name in ("hit@1", "hit@5", "hit@10", "recall@10", "mrr@10"):
         out.print(f"{name:<10} {metrics[name]:.3f}")
     out.print(
         f"[dim]search latency p50 {report.latency_p50:.1f} ms, "
-        f"p95 {report.latency(0.95):.1f} ms; {len(report.misses)} misses[/]"
+        f"p95 {report.latency(0.95):.1f} ms; {plural(len(report.misses), 'miss', 'misses')}[/]"
     )
     if verbose:
         for miss in report.misses:
             out.print(
-                f"[yellow]miss[/] {escape(miss.id)}: {escape(miss.query)}\n"
-                f"     wanted {escape(', '.join(miss.relevant))}; "
-                f"got {escape(', '.join(miss.found) or 'nothing')}",
+                f"[yellow]miss[/] {escape(clean(miss.id))}: {escape(clean(miss.query))}\n"
+                f"     wanted {escape(clean(', '.join(miss.relevant)))}; "
+                f"got {escape(clean(', '.join(miss.found)) or 'nothing')}",
                 soft_wrap=True,
             )
 
@@ -204,7 +294,7 @@ def show_eval(report, verbose: bool = False) -> None:
 def status(message: str):
     """A spinner on a terminal while something slow happens; nothing when piped."""
     if err.is_terminal:
-        return err.status(escape(message))
+        return err.status(escape(clean(message)))
     from contextlib import nullcontext
 
     return nullcontext()
@@ -212,7 +302,7 @@ def status(message: str):
 
 def show_stats(stats: dict) -> None:
     for key, value in stats.items():
-        out.print(f"[bold]{key:<10}[/] {escape(str(value))}")
+        out.print(f"[bold]{key:<13}[/] {escape(clean(str(value)))}")
 
 
 # --- answers ---------------------------------------------------------------------------
@@ -233,48 +323,159 @@ class _CitedMarkdown(Markdown):
     elements = {**Markdown.elements, "paragraph_open": _CitedParagraph}
 
 
-class _Tail:
-    """The last lines of a renderable that fit the screen: a long streamed answer scrolls."""
-
-    def __init__(self, renderable) -> None:
-        self.renderable = renderable
-
-    def __rich_console__(self, console, options):
-        lines = console.render_lines(self.renderable, options, pad=False)
-        room = max(3, (options.height or console.height) - 2)
-        for line in lines[-room:]:
-            yield from line
-            yield Segment.line()
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.M)
+_BLOCK_END = re.compile(r"\n[ \t]*\n(?=\S)")  # a blank line, then a block that starts unindented
 
 
-def stream_answer(pieces: Iterator[str]) -> str:
+def _split_block(text: str) -> tuple[str, str] | None:
+    """(the first finished block, the rest), or None while the first block may go on.
+
+    A block ends at a blank line that the next block has begun after, outside code
+    fences; an indented next line still belongs to it (a list item's second paragraph).
+    """
+    for match in _BLOCK_END.finditer(text):
+        head = text[: match.start()]
+        if len(_FENCE.findall(head)) % 2 == 0:
+            return head, text[match.end() :]
+    return None
+
+
+_LEADING_BLANK = re.compile(r"\A(?:(?:[ \t]|\x1b\[[0-9;]*m)*\n)+")
+
+
+class _Stream:
+    """An answer shown as it arrives, by appending: the bytes written stay a few times its size.
+
+    Finished blocks (paragraphs, lists, code blocks) are printed once as Markdown, their
+    citations checked; the block still being written is printed as plain text, a piece at
+    a time, and replaced by its rendering when it ends. Only that block is ever rewritten
+    (redrawing the whole answer per refresh wrote megabytes for a long one). A block taller
+    than the screen cannot be erased, so it stays as plain text.
+    """
+
+    def __init__(self, console: Console, sources: int | None) -> None:
+        self.console, self.sources = console, sources
+        self.text = ""  # everything received
+        self.tail = ""  # the block being written, as received
+        self.rows = self.column = 0  # where the plain tail ends: rows below its first line
+        self.frozen = False  # the tail scrolled off the top: it stays as printed
+        self.blocks = 0  # blocks rendered so far
+
+    def add(self, piece: str) -> None:
+        self.text += piece
+        self.tail += piece
+        finished = _split_block(self.tail)
+        if finished is None:
+            self._write(piece)
+            return
+        while finished is not None:
+            self._settle(finished[0])
+            self.tail = finished[1]
+            finished = _split_block(self.tail)
+        self._write(self.tail)
+
+    def finish(self) -> None:
+        if self.tail.strip():
+            self._settle(self.tail)
+        elif not self.frozen:
+            self._erase()
+        self.tail = ""
+
+    def _write(self, piece: str) -> None:
+        """Print plain text, wrapping it here so that its height on screen is known."""
+        if not piece:
+            return
+        width = self.console.width
+        written = ["\n"] if self.blocks and not (self.rows or self.column) else []
+        for char in clean(piece).replace("\t", "    "):
+            if char == "\n":
+                written.append("\n")
+                self.rows, self.column = self.rows + 1, 0
+                continue
+            size = cell_len(char)
+            if self.column + size > width:
+                written.append("\n")
+                self.rows, self.column = self.rows + 1, 0
+            written.append(char)
+            self.column += size
+        self.console.file.write("".join(written))
+        self.console.file.flush()
+        if self.rows >= self.console.height - 2:
+            self.frozen = True
+
+    def _erase(self) -> None:
+        """Take the plain tail off the screen: back to its first line, clear below."""
+        up = f"\x1b[{self.rows}A" if self.rows else ""
+        self.console.file.write(f"\r{up}\x1b[J")
+        self.rows = self.column = 0
+
+    def _settle(self, block: str) -> None:
+        """Replace the plain text of a finished block with its checked Markdown."""
+        if self.frozen:
+            self.console.file.write("\n")
+        else:
+            self._erase()
+            with self.console.capture() as shown:
+                self.console.print(_CitedMarkdown(self._checked(block)))
+            # rich starts a list, quote or table with a blank line; the gap is written already
+            self.console.file.write(_LEADING_BLANK.sub("", shown.get()))
+            self.console.file.flush()
+        self.rows = self.column = 0
+        self.frozen = False
+        self.blocks += 1
+
+    def _checked(self, block: str) -> str:
+        if self.sources is None:
+            return clean(block)
+        from answer import check_citations
+
+        return clean(check_citations(block.strip(), self.sources).text)
+
+
+_streamed: list[str] = []  # the text stream_answer last put on screen, for show_answer
+
+
+def stream_answer(pieces: Iterator[str], sources: int | None = None) -> str:
     """Show the answer as it is written (on a terminal); return the whole raw text.
 
-    The live view is transient: once the reply is complete, the checked answer is printed
-    in its place, so what stays on screen never shows a removed citation.
+    `sources` is how many passages the model was given: citations of others are removed
+    from each block before it is shown, as from the answer. On Ctrl-C what was written
+    stays on screen, rendered, and the interrupt goes on to the caller.
     """
-    text = ""
+    _streamed.clear()
     if not out.is_terminal:
         return "".join(pieces)
-    from rich.live import Live
-    from rich.spinner import Spinner
-
-    waiting = Spinner("dots", Text("waiting for the model…", style="dim"))
-    with Live(waiting, console=out, transient=True, refresh_per_second=12) as live:
+    stream = _Stream(out, sources)
+    waiting = out.status(Text("waiting for the model…", style="dim"), spinner="dots")
+    waiting.start()
+    try:
         for piece in pieces:
-            text += piece
-            live.update(_Tail(_CitedMarkdown(text)))
-    return text
+            if waiting is not None:
+                waiting.stop()
+                waiting = None
+            stream.add(piece)
+    finally:
+        if waiting is not None:
+            waiting.stop()
+        stream.finish()
+        _streamed.append(stream.text)
+    return stream.text
 
 
 def show_answer(answer: Answer, hint: bool = True) -> None:
     """The checked answer, the reference list, and what was removed or is missing."""
     if answer.llm_error:  # the LLM failed: say why above the notes' own sentences
         error(f"{answer.llm_error} Quoting your notes instead.")
-    if out.is_terminal:
-        out.print(_CitedMarkdown(answer.text))
+    streamed = bool(_streamed) and answer.mode == "llm"  # already on screen, block by block
+    _streamed.clear()
+    if streamed:
+        pass
+    elif out.is_terminal:
+        out.print(_CitedMarkdown(clean(answer.text)))
     else:
-        out.print(Text(answer.text), soft_wrap=True)
+        out.print(Text(clean(answer.text)), soft_wrap=True)
+    if answer.cancelled:
+        cancelled()
     if answer.invalid_citations:
         shown = ", ".join(f"[{n}]" for n in answer.invalid_citations)
         count = len(answer.hits)
@@ -301,13 +502,13 @@ def show_references(references: list[Reference]) -> None:
         out.print(
             Text.assemble(
                 (f"[{ref.n}] ", CITATION_STYLE),
-                (ref.source, "bold"),
-                chain,
+                (clean(ref.source), "bold"),
+                clean(chain),
                 (f" (lines {ref.line_start}–{ref.line_end})", "green"),
             ),
             soft_wrap=True,
         )
-        out.print(Text(f'    "{ref.text}"', style="dim"), soft_wrap=True)
+        out.print(Text(f'    "{clean(ref.text)}"', style="dim"), soft_wrap=True)
 
 
 def cancelled() -> None:

@@ -65,13 +65,19 @@ class SyncReport:
 
 
 class Progress(Protocol):
+    """What a sync reports as it goes: `start` with the files to index, `chunked` per file
+    as it is read and split (so the file count moves from the start), `advance` per batch
+    of chunks embedded or found cached and per group of files stored, then `finish`."""
+
     def start(self, files: int, chunks: int) -> None: ...
+    def chunked(self, chunks: int) -> None: ...
     def advance(self, files: int = 0, chunks: int = 0) -> None: ...
     def finish(self) -> None: ...
 
 
 class NoProgress:
     def start(self, files: int, chunks: int) -> None: ...
+    def chunked(self, chunks: int) -> None: ...
     def advance(self, files: int = 0, chunks: int = 0) -> None: ...
     def finish(self) -> None: ...
 
@@ -442,28 +448,32 @@ def _index(w: _Writer, sources: list[str]) -> None:
     settings, report, progress = w.settings, w.report, w.progress
     root = settings.knowledge_dir
     work: list[tuple[str, notes.Note, list[chunker.Chunk]]] = []
-    for source in sources:
-        note = w.current[source].note
-        if note is None:
-            try:
-                note = notes.read(root, source, settings.max_file_bytes)
-            except notes.Unreadable as exc:
-                report.files_skipped.append(notes.Skipped(source, str(exc)))
-                continue
-        chunks = chunker.split_note(note, settings.chunk_size, settings.chunk_overlap)
-        work.append((source, note, chunks))
-    progress.start(len(work), sum(len(c) for _, _, c in work))
-    group: list[tuple[str, notes.Note, list[chunker.Chunk]]] = []
-    size = 0
-    for item in work:
-        group.append(item)
-        size += len(item[2])
-        if size >= GROUP_CHUNKS:
+    progress.start(len(sources), 0)
+    try:  # the bar goes on Ctrl-C too: the terminal gets its cursor back
+        for source in sources:
+            note = w.current[source].note
+            if note is None:
+                try:
+                    note = notes.read(root, source, settings.max_file_bytes)
+                except notes.Unreadable as exc:
+                    report.files_skipped.append(notes.Skipped(source, str(exc)))
+                    progress.chunked(0)
+                    continue
+            chunks = chunker.split_note(note, settings.chunk_size, settings.chunk_overlap)
+            work.append((source, note, chunks))
+            progress.chunked(len(chunks))
+        group: list[tuple[str, notes.Note, list[chunker.Chunk]]] = []
+        size = 0
+        for item in work:
+            group.append(item)
+            size += len(item[2])
+            if size >= GROUP_CHUNKS:
+                _store_group(w, group)
+                group, size = [], 0
+        if group:
             _store_group(w, group)
-            group, size = [], 0
-    if group:
-        _store_group(w, group)
-    progress.finish()
+    finally:
+        progress.finish()
 
 
 def _store_group(w: _Writer, group: list[tuple[str, notes.Note, list[chunker.Chunk]]]) -> None:

@@ -219,14 +219,18 @@ class Index:
         stream: bool = True,
         filters: retriever.Filters | None = None,
     ) -> answer.Answer:
-        """Answer one question; on a terminal the reply is shown as it streams."""
-        return answer.ask(
-            question,
-            history,
-            lambda query: self.search(query, k, filters=filters),
-            self.chat,
-            show=console.stream_answer if stream else None,
-        )
+        """Answer one question; on a terminal the reply is shown as it streams, its
+        citations checked against the passages of the last search (the one answered from)."""
+        found: list[retriever.Hit] = []
+
+        def search(query: str) -> list[retriever.Hit]:
+            found[:] = self.search(query, k, filters=filters)
+            return list(found)
+
+        def show(pieces):
+            return console.stream_answer(pieces, sources=len(found))
+
+        return answer.ask(question, history, search, self.chat, show=show if stream else None)
 
     def stats(self) -> dict:
         stats = {

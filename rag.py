@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,7 +83,8 @@ def _source_of(path: Path, knowledge_dir: Path) -> tuple[Path, str]:
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
     """Bring the index in step with the knowledge folder."""
     index = Index(settings)
-    report = index.sync(rebuild=args.rebuild)
+    with _kept_on_ctrl_c(index):
+        report = index.sync(rebuild=args.rebuild)
     if args.json:
         console.print_json(report.to_json())
     else:
@@ -93,7 +96,8 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     """Sync, then show the chunks nearest to a query."""
     filters = _filters(args)  # a bad filter is reported before any indexing
     index = Index(settings)
-    report = index.sync_to_read()
+    with _kept_on_ctrl_c(index):
+        report = index.sync_to_read()
     if not args.json:
         index.show(report)
     hits = index.search(args.query, args.k or settings.top_k, filters=filters)
@@ -110,7 +114,8 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         raise AskmdError('the question is empty: python rag.py ask "what port does the API use?"')
     filters = _filters(args)
     index = Index(settings)
-    report = index.sync_to_read(show_progress=not args.json)
+    with _kept_on_ctrl_c(index):
+        report = index.sync_to_read(show_progress=not args.json)
     if not args.json:
         index.show(report)
     k = args.k or settings.top_k
@@ -119,7 +124,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         console.print_json(result.to_json())
     else:
         console.show_answer(result)
-    return 0
+    return 130 if result.cancelled else 0
 
 
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
@@ -134,7 +139,8 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         lines = ", ".join(str(n) for n in skipped[:5]) + (" …" if len(skipped) > 5 else "")
         console.warning(f"{args.queries}: skipped {len(skipped)} empty queries (line {lines})")
     index = Index(settings)
-    report = index.sync(show_progress=not args.json)
+    with _kept_on_ctrl_c(index):
+        report = index.sync(show_progress=not args.json)
     if not args.json:
         index.show(report)
     result = evaluate.evaluate(
@@ -145,6 +151,17 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     else:
         console.show_eval(result, verbose=args.verbose)
     return 0
+
+
+@contextmanager
+def _kept_on_ctrl_c(index: Index) -> Iterator[None]:
+    """Ctrl-C during a sync: say how much of the index is kept (every finished group of
+    files is), since the next run goes on from there."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        console.interrupted(index.stats()["chunks"])
+        raise
 
 
 def _filters(args: argparse.Namespace) -> retriever.Filters | None:
@@ -195,7 +212,8 @@ class Conversation:
 def cmd_repl(args: argparse.Namespace, settings: Settings) -> int:
     """The interactive loop: sync first (the MD5 check), then questions."""
     index = Index(settings)
-    index.show(index.sync_to_read())
+    with _kept_on_ctrl_c(index):
+        index.show(index.sync_to_read())
     talk = Conversation([])
     interactive = sys.stdin.isatty()
     if interactive:
@@ -228,7 +246,8 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
     if word == "/help":
         console.notice(REPL_HELP)
     elif word == "/reindex":
-        index.show(index.sync(rebuild=True))
+        with _kept_on_ctrl_c(index):
+            index.show(index.sync(rebuild=True))
     elif word == "/stats":
         console.show_stats(index.stats())
     elif word == "/debug":
@@ -252,6 +271,8 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
         result = index.ask(line, talk.turns, index.settings.top_k)
         console.show_answer(result, hint=talk.last is None)
         talk.last = result
+        if result.cancelled:  # a cut-off answer is shown, not built upon
+            return None
         talk.turns.append(answer.Turn(line, result.query, result.text))
         del talk.turns[: -answer.MAX_TURNS]
     return None

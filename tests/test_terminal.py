@@ -1,0 +1,285 @@
+"""What askmd writes to a terminal: bytes per streamed answer, Ctrl-C, escapes in notes.
+
+The REPL runs in a real pseudo-terminal against the scripted OpenAI-compatible server
+(tests/openai_server.py), which gives both the embeddings and the streamed replies.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import NOTES, ROOT, index_once, missing, write_notes
+from tests.openai_server import ChatScript, OpenAIServer
+from tests.test_repl_pty import COLS, PROMPT, ROWS, Term, askmd_env
+
+try:
+    import pexpect
+except ImportError:  # pragma: no cover - pexpect is in requirements-dev.txt
+    pexpect = None
+
+
+CSI = re.compile(
+    r"\x1b\[([0-9;?]*)([ -/]*)([@-~])|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[=>()][0-9A-Za-z]?"
+)
+
+
+def final_screen(log: str, width: int = COLS) -> str:
+    """What a terminal shows after `log`: text placed, wrapped, moved and erased as a
+    terminal would (cursor moves, line and screen erases; colours ignored; no scrolling
+    limit, so nothing is lost off the top)."""
+    lines: list[list[str]] = [[]]
+    row = col = 0
+    pos = 0
+    for match in [*CSI.finditer(log), None]:
+        end = match.start() if match else len(log)
+        for char in log[pos:end]:
+            if char == "\r":
+                col = 0
+            elif char == "\n":
+                row += 1
+            elif char == "\b":
+                col = max(0, col - 1)
+            elif char >= " ":
+                if col >= width:
+                    row, col = row + 1, 0
+                while len(lines) <= row:
+                    lines.append([])
+                line = lines[row]
+                line.extend(" " * (col + 1 - len(line)))
+                line[col] = char
+                col += 1
+            while len(lines) <= row:
+                lines.append([])
+        if match is None:
+            break
+        pos = match.end()
+        if match.group(3) is None:
+            continue
+        params, final = match.group(1), match.group(3)
+        n = int(params) if params.isdigit() else None
+        if final == "A":
+            row = max(0, row - (n or 1))
+        elif final == "B":
+            row += n or 1
+        elif final == "C":
+            col += n or 1
+        elif final == "D":
+            col = max(0, col - (n or 1))
+        elif final == "G":
+            col = (n or 1) - 1
+        elif final == "K":
+            line = lines[row]
+            if n == 2:
+                line.clear()
+            elif n == 1:
+                line[: col + 1] = " " * min(len(line), col + 1)
+            else:
+                del line[col:]
+        elif final == "J":
+            del lines[row][col:]
+            del lines[row + 1 :]
+        while len(lines) <= row:
+            lines.append([])
+    return "\n".join("".join(line).rstrip() for line in lines)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with OpenAIServer(dimension=16) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_notes(tmp_path_factory.mktemp("notes") / "kb", dict(NOTES))
+
+
+@pytest.fixture(scope="module")
+def built_index(kb: Path, server: OpenAIServer) -> Path:
+    return index_once(kb, askmd_env(server))
+
+
+@pytest.fixture
+def repl(tmp_path: Path, kb: Path, built_index: Path, server: OpenAIServer):
+    """Start the REPL in a pseudo-terminal on a copy of the built index."""
+    if pexpect is None or not hasattr(pexpect, "spawn"):
+        missing("pexpect (with pty support) is not installed")
+    index_dir = tmp_path / "ix"
+    shutil.copytree(built_index, index_dir)
+    children = []
+
+    def start(script: ChatScript, knowledge: Path = kb) -> Term:
+        server.routes["/v1/chat/completions"] = script
+        env = askmd_env(server)
+        env.update(TERM="xterm-256color", COLUMNS=str(COLS), LINES=str(ROWS))
+        args = [str(ROOT / "rag.py"), "--knowledge", str(knowledge), "--index-dir", str(index_dir)]
+        child = pexpect.spawn(
+            sys.executable, args, env=env, cwd=str(tmp_path), dimensions=(ROWS, COLS),
+            encoding="utf-8", timeout=30,
+        )  # fmt: skip
+        children.append(child)
+        term = Term(child)
+        term.wait(PROMPT)
+        return term
+
+    yield start
+    for child in children:
+        if child.isalive():
+            child.terminate(force=True)
+        child.close()
+
+
+def long_answer() -> list[str]:
+    """About 3,000 characters of Markdown in 3-character tokens: paragraphs, a list, citations."""
+    paragraph = "The API listens on port 8420 and the metrics are served on 9420 [1]. " * 6
+    items = "".join(f"- step {i}: feed the starter and wait an hour [2]\n" for i in range(12))
+    text = (paragraph.strip() + "\n\n" + items + "\n" + paragraph.strip() + "\n\n") * 2
+    text += "Done [1]."
+    return [text[i : i + 3] for i in range(0, len(text), 3)]
+
+
+def test_a_long_streamed_answer_is_appended_not_redrawn(repl) -> None:
+    pieces = long_answer()
+    answer = "".join(pieces)
+    term = repl(ChatScript(pieces, delay=0.003))
+    term.child.sendline("Which port does the API listen on?")
+    term.wait("Which port does the API listen on?")
+    before = len(term.log.getvalue())
+    term.wait("[1] guides/ports.md")
+    term.wait(PROMPT)
+    log = term.log.getvalue()
+    written = log[before:].encode()
+    ups = len(re.findall(rb"\x1b\[\d*A", written))
+    print(f"\n{len(answer)} answer chars: {len(written)} bytes written, {ups} cursor-ups")
+    assert len(written) <= 4 * len(answer.encode()) + 3000, len(written)
+    # What stays on screen is the answer once, as Markdown (bullets), then the references.
+    screen = final_screen(log)
+    assert screen.count("step 11: feed the starter") == 2, screen  # the list is there twice
+    assert screen.count("• step 11: feed the starter") == 2, screen
+    assert "- step" not in screen, screen
+    assert screen.index("Done [1].") < screen.index("[1] guides/ports.md")
+    term.quit_with_eof()
+
+
+def test_ctrl_c_keeps_the_partial_answer_with_its_references(repl) -> None:
+    pieces = ["Metrics are served ", "on 9420 [2].\n\n"] + [f"word{i} " for i in range(40)]
+    script = ChatScript(pieces, delay=0.2)
+    term = repl(script)
+    term.child.sendline("Which port do the metrics use?")
+    term.wait("word2")
+    term.child.sendintr()
+    term.wait("(cancelled)", timeout=4)
+    term.wait(PROMPT, timeout=4)
+    screen = final_screen(term.log.getvalue())
+    shown = screen[screen.index("Which port do the metrics use?") :]
+    assert "Metrics are served on 9420 [2]." in shown, shown
+    assert "word2" in shown, shown
+    cancelled = shown.index("(cancelled)")
+    assert shown.index("word2") < cancelled
+    assert re.search(r"^\[2\] guides/ports\.md", shown[cancelled:], re.M), shown
+    # the next question stands alone: the cut-off answer was not kept as history
+    script.pieces, script.delay = ["Port 8420 [1]."], 0.0
+    assert "Port 8420 [1]." in term.ask("and the API?")
+    term.quit_with_eof()
+
+
+# --- escape sequences in notes and file names ----------------------------------------------
+
+ESCAPES = {
+    "clipboard": "\x1b]52;c;cm0gLXJmIH4=\x07",
+    "title": "\x1b]0;pwned\x1b\\",
+    "clear": "\x1b[2J",
+    "c1": "\x9b31m",
+    "cr": "overwritten\rX",
+    "bell": "\x07",
+}
+HOSTILE = (
+    "# Ports\n\nThe API listens on port 8420 "
+    + " ".join(ESCAPES.values())
+    + " end of the hostile line.\n"
+)
+RAW = re.compile(r"[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def no_raw_controls(text: str) -> None:
+    """No control character but newline, tab and a CR before a newline survives."""
+    assert not RAW.search(text), repr(RAW.search(text))
+    assert not re.search(r"\r(?!\n)", text), "a lone CR"
+
+
+@pytest.fixture(scope="module")
+def hostile_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    kb = tmp_path_factory.mktemp("hostile") / "kb"
+    write_notes(kb, {"ports.md": HOSTILE, "bread.md": NOTES["bread.md"]})
+    (kb / "evil\x1b]0;title\x07.md").write_text("# Evil\n\nport 8420 in a bad name\n")
+    return kb
+
+
+def run(kb: Path, server: OpenAIServer, *args: str, llm: bool = False):
+    env = askmd_env(server)
+    if not llm:
+        env = {k: v for k, v in env.items() if k != "ASKMD_LLM_MODEL"}
+        env["ASKMD_LLM_MODEL"] = ""
+    return subprocess.run(
+        [sys.executable, str(ROOT / "rag.py"), "--knowledge", str(kb), "--index-dir",
+         str(kb.parent / "ix"), *args],
+        env=env, capture_output=True, timeout=60, cwd=kb.parent,
+    )  # fmt: skip
+
+
+def test_escape_sequences_in_notes_are_shown_not_obeyed_down_a_pipe(hostile_kb, server) -> None:
+    server.routes["/v1/chat/completions"] = ChatScript(["It is 8420 ", "\x1b]0;x\x07 [1]."])
+    for args in (["search", "port 8420 hostile"], ["ask", "port 8420 hostile"]):
+        result = run(hostile_kb, server, *args, llm=args[0] == "ask")
+        out, err = result.stdout.decode(), result.stderr.decode()
+        assert result.returncode == 0, err
+        no_raw_controls(out)
+        no_raw_controls(err)
+        for shown in ("␛]52;c;cm0gLXJmIH4=␇", "␛]0;pwned␛\\", "␛[2J", "\\x9b31m", "8420"):
+            assert shown in out, out
+        if args[0] == "search":
+            assert "evil␛]0;title␇.md" in out
+        else:
+            assert "It is 8420 ␛]0;x␇ [1]." in out
+    result = run(hostile_kb, server, "search", "port 8420 hostile", "--json")
+    assert "\x9b" not in result.stdout.decode() and "\\u009b" in result.stdout.decode()
+    texts = [r["text"] for r in json.loads(result.stdout)["results"]]
+    assert any("\x1b]52;c;" in t for t in texts)  # JSON keeps the text exactly, escaped
+
+
+def test_escape_sequences_in_notes_are_shown_not_obeyed_in_the_repl(
+    hostile_kb, server, tmp_path
+) -> None:
+    if pexpect is None or not hasattr(pexpect, "spawn"):
+        missing("pexpect (with pty support) is not installed")
+    server.routes["/v1/chat/completions"] = ChatScript(["Port 8420 [1].\x1b[2J"])
+    env = askmd_env(server)
+    env.update(TERM="xterm-256color", COLUMNS=str(COLS), LINES=str(ROWS))
+    args = [str(ROOT / "rag.py"), "--knowledge", str(hostile_kb), "--index-dir", str(tmp_path)]
+    child = pexpect.spawn(
+        sys.executable, args, env=env, dimensions=(ROWS, COLS), timeout=30, encoding="utf-8"
+    )
+    term = Term(child)
+    try:
+        term.wait(PROMPT)
+        for line in ("/debug port 8420 hostile", "which port?", "/sources"):
+            term.ask(line)
+        output = term.log.getvalue()
+        answers = output[output.index("/debug") :]
+        assert "␛]52;c;" in answers and "end of the hostile line" in answers
+        assert "evil␛]0;title␇.md" in answers
+        assert "␛[2J" in answers  # from the model's reply
+        for sequence in ESCAPES.values():  # none reaches the terminal as it is
+            assert sequence not in answers
+        assert "\x1b]" not in answers and "\x07" not in answers and "\x9b" not in answers
+        term.quit_with_eof()
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
