@@ -553,9 +553,10 @@ def extractive(query: str, hits: list[Hit], max_sentences: int = 3) -> tuple[str
     idf = _idf([list(c[3]) for c in candidates])
     want = set(content_terms(query))
     scores = []
-    for _, _, bonus, weights in candidates:
+    for _, sentence, bonus, weights in candidates:
         overlap = _overlap(want, weights, idf)
-        scores.append(overlap + bonus if overlap > 0 else 0.0)
+        # a question (a FAQ's) restates what was asked; it answers nothing
+        scores.append(overlap + bonus if overlap > 0 and not _QUESTION.search(sentence) else 0.0)
     ranked = sorted((i for i in range(len(candidates)) if scores[i] > 0), key=lambda i: -scores[i])
     chosen: list[int] = []
     per_hit: Counter[int] = Counter()
@@ -566,14 +567,21 @@ def extractive(query: str, hits: list[Hit], max_sentences: int = 3) -> tuple[str
         if per_hit[n] < 2 and sentence not in {candidates[j][1] for j in chosen}:
             chosen.append(i)
             per_hit[n] += 1
-    if not chosen:
-        chosen = [0]
-    lines, refs, seen = [], [], set()
+    if not chosen:  # the first sentence that is not a question stands in
+        asks = [bool(_QUESTION.search(c[1])) for c in candidates]
+        chosen = [asks.index(False) if False in asks else 0]
+    lines, refs, seen, attached = [], [], set(), ""
     for i in chosen:
         n, sentence = candidates[i][:2]
+        if sentence in attached:
+            continue  # already shown as part of the steps an earlier sentence introduced
         quoted = _trim(sentence)
-        shown = neutralise_citations(quoted)
+        shown = display_text(neutralise_citations(quoted))
         lines.append(f"- {shown}{'' if quoted == sentence else ' …'} [{n}]")
+        block = _introduced_block(hits[n - 1].text, sentence) if quoted == sentence else ""
+        if block:
+            attached += block
+            lines.append(_indent(_display_block(block)))
         if n not in seen:
             seen.add(n)
             hit = hits[n - 1]
@@ -581,3 +589,110 @@ def extractive(query: str, hits: list[Hit], max_sentences: int = 3) -> tuple[str
                 Reference(n, hit.source, hit.heading_chain, hit.line_start, hit.line_end, quoted)
             )
     return "\n".join(lines), refs
+
+
+_QUESTION = re.compile(r"[?？]\s*(?:\*\*|__)?\s*$")
+_INTRODUCES = re.compile(r"[:：]\s*(?:\*\*|__)?\s*$")
+BLOCK_LINES = 12  # an introduced list or code block is shown up to this many lines
+BLOCK_CHARS = 800
+
+
+def _introduced_block(text: str, sentence: str) -> str:
+    """The list, steps or code block that a sentence ending in a colon introduces.
+
+    "To embed a note:" says nothing alone; the answer is what follows it. The block is
+    taken verbatim, up to BLOCK_LINES lines and BLOCK_CHARS characters (a cut code block
+    is closed again, so what follows it is not shown as code).
+    """
+    if not _INTRODUCES.search(sentence):
+        return ""
+    at = text.find(sentence)
+    end = text.find("\n", at + len(sentence)) if at >= 0 else -1
+    if at < 0 or end < 0 or text[at + len(sentence) : end].strip():
+        return ""  # not the end of its line: something else follows on it
+    lines = text[end + 1 :].splitlines()
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    if not lines:
+        return ""
+    fence = _FENCE.match(lines[0])
+    if fence:
+        marker = fence.group(1)
+        block = [lines[0]]
+        for line in lines[1:]:
+            block.append(line)
+            if line.strip().startswith(marker) and not line.strip().strip(marker[0]):
+                break
+        return _capped(block, marker)
+    if not _STEP.match(lines[0]):
+        return ""
+    block = []
+    for line in lines:
+        if not line.strip():
+            break
+        if not (_STEP.match(line) or line[:1].isspace()):
+            break  # the list ended
+        block.append(line)
+    return _capped(block, "")
+
+
+_STEP = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+")
+
+
+def _capped(block: list[str], fence: str) -> str:
+    kept: list[str] = []
+    size = 0
+    for line in block:
+        if len(kept) == BLOCK_LINES or size + len(line) > BLOCK_CHARS:
+            kept.append("…")
+            if fence:
+                kept.append(fence)
+            break
+        kept.append(line)
+        size += len(line) + 1
+    return "\n".join(kept)
+
+
+def _indent(block: str) -> str:
+    """A block shown under its bullet: indented to belong to it."""
+    return "\n".join(f"  {line}" if line.strip() else "" for line in block.splitlines())
+
+
+def _display_block(block: str) -> str:
+    """A list's link syntax becomes its display text; a code block stays exactly as written."""
+    if _FENCE.match(block):
+        return block
+    return display_text(neutralise_citations(block))
+
+
+_WIKI = re.compile(r"(!?)\[\[([^\]|\n]+?)(?:\|([^\]\n]+))?\]\]")
+_MD_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\s]+(?:\s+\"[^\"]*\")?\)")
+
+
+def display_text(text: str) -> str:
+    """Link syntax as a reader sees it, outside code: `[[Daily notes]]` → Daily notes,
+    `[[Internal links#Link to a heading|headings]]` → headings, `[[Page#Part]]` →
+    Page › Part, `[text](url)` → text. References keep quoting the file verbatim."""
+    code = [m.span() for m in _CODE.finditer(text)]
+
+    def outside(match: re.Match) -> bool:
+        return not any(start <= match.start() < end for start, end in code)
+
+    def wiki(match: re.Match) -> str:
+        if not outside(match):
+            return match.group()
+        target, alias = match.group(2), match.group(3)
+        if alias:
+            return alias.strip()
+        page, _, part = target.partition("#")
+        part = part.lstrip("^")
+        return (
+            f"{page.strip()} › {part.strip()}" if page.strip() and part else (page or part).strip()
+        )
+
+    def markdown(match: re.Match) -> str:
+        return match.group(1) if outside(match) else match.group()
+
+    text = _WIKI.sub(wiki, text)
+    code = [m.span() for m in _CODE.finditer(text)]
+    return _MD_LINK.sub(markdown, text)

@@ -724,3 +724,75 @@ def test_ask_extractive_with_bracketed_numbers_in_the_note_cites_only_real_sourc
     result = answer.ask("how long is the refund window", [], lambda q: [NOTE_CITES], None)
     assert result.citations == [1] and result.invalid_citations == []
     assert "[2]" not in result.text and "[99]" not in result.text
+
+
+# --- what an extractive answer quotes ----------------------------------------------------
+
+EMBED = hit(
+    1,
+    "## Embed a note\n\nTo embed a note:\n\n```md\n![[Daily notes]]\n```\n\n"
+    "The embed updates when the note changes.",
+    source="Embed files.md",
+    chain="Embed files › Embed a note",
+)
+STEPS = hit(
+    1,
+    "## 新建笔记\n\n要创建新笔记：\n\n1. 点击左侧的“新建笔记”。\n2. 输入标题。\n3. 按回车。\n\n"
+    "笔记保存在当前文件夹。",
+    source="笔记.md",
+    chain="笔记 › 新建笔记",
+)
+
+
+def test_a_sentence_ending_in_a_colon_brings_its_code_block() -> None:
+    text, refs = answer.extractive("how do I embed a note", [EMBED])
+    assert text.startswith("- To embed a note: [1]\n  ```md\n  ![[Daily notes]]\n  ```")
+    assert refs[0].text == "To embed a note:"
+
+
+def test_a_sentence_ending_in_a_full_width_colon_brings_its_steps() -> None:
+    text, _ = answer.extractive("要创建新笔记", [STEPS])
+    lines = text.splitlines()
+    assert lines[:4] == [
+        "- 要创建新笔记： [1]",
+        "  1. 点击左侧的“新建笔记”。",
+        "  2. 输入标题。",
+        "  3. 按回车。",
+    ]
+    assert text.count("输入标题") == 1  # a step is not quoted a second time
+
+
+def test_an_introduced_block_is_cut_to_a_size_limit() -> None:
+    steps = "\n".join(f"- step number {i} of the long install" for i in range(40))
+    long = hit(1, f"To install the long way:\n{steps}\n", source="install.md", chain="Install")
+    text, _ = answer.extractive("install the long way", [long])
+    block = text.split("\n", 1)[1].splitlines()
+    assert len(block) == answer.BLOCK_LINES + 1 and block[-1] == "  …"
+    assert block[0] == "  - step number 0 of the long install"
+
+
+def test_a_question_is_not_quoted_as_an_answer() -> None:
+    faq = hit(
+        1,
+        "**How do I reset my password?**\n\nUse the link on the sign-in page.\n",
+        source="faq.md",
+        chain="FAQ",
+    )
+    text, _ = answer.extractive("how do I reset my password?", [faq])
+    assert text == "- Use the link on the sign-in page. [1]"
+
+
+def test_links_are_shown_as_their_display_text_and_references_stay_verbatim() -> None:
+    note = hit(
+        1,
+        "Open [[Settings]]. Read about [[Internal links#Link to a heading|headings]] in "
+        "[the guide](https://example.com/guide) and [[Daily notes#Template]] `[[kept]]`.",
+        source="links.md",
+        chain="Links",
+    )
+    text, refs = answer.extractive("open settings headings guide daily notes", [note])
+    assert sorted(text.splitlines()) == [
+        "- Open Settings. [1]",
+        "- Read about headings in the guide and Daily notes › Template `[[kept]]`. [1]",
+    ]
+    assert "[[Internal links#Link to a heading|headings]]" in refs[0].text
