@@ -248,7 +248,7 @@ def sync(
         meta = {"embedder": embedder.id, "fingerprint": fp}
         try:
             stored = store.open(meta)
-            in_store = store.check(embedder.dimension)
+            in_store = store.check()
         except Damaged as exc:
             with commit():
                 stored, in_store = _recover(store, manifest, meta, exc, report), 0

@@ -137,14 +137,17 @@ class Store:
             raise self._failure(exc) from None
         self.open(meta)
 
-    def check(self, dimension: int) -> int:
+    def check(self) -> int:
         """The chunk count, after reading the collection the way a search will: Chroma
         replays its pending log into the HNSW segment on the first read, and a segment a
-        kill left half-saved fails only then (as `Damaged`)."""
+        kill left half-saved fails only then (as `Damaged`). One stored vector is the
+        probe, so no embedder is needed."""
         total = self.count()
         if total:
-            probe = [1.0] + [0.0] * (dimension - 1)
-            self._call(self.collection.query, query_embeddings=[probe], n_results=1, include=[])
+            one = self._call(self.collection.get, limit=1, include=["embeddings"])
+            probe = one["embeddings"][:1]
+            if len(probe):
+                self._call(self.collection.query, query_embeddings=probe, n_results=1, include=[])
         return total
 
     def set_aside(self) -> Path:
@@ -301,8 +304,8 @@ class Store:
         if not self.chroma_url and _looks_damaged(exc) and (self.index_dir / "chroma").is_dir():
             first = str(exc).strip().splitlines()[0].rstrip(" :.")
             return Damaged(
-                f"the index at {self.where} is damaged ({first}). Run python rag.py index: "
-                "it is rebuilt from your notes without embedding them again",
+                f"the index at {self.where} is damaged ({first}). Rebuild it with: "
+                "python rag.py index --rebuild (cached embeddings make it quick)",
                 cause=first,
             )
         return AskmdError(_explain(self.where, exc))
