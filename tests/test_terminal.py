@@ -283,3 +283,53 @@ def test_escape_sequences_in_notes_are_shown_not_obeyed_in_the_repl(
     finally:
         if child.isalive():
             child.terminate(force=True)
+
+
+# --- sync progress and reports -----------------------------------------------------------
+
+
+def test_index_progress_counts_files_and_ctrl_c_says_what_was_kept(tmp_path, server) -> None:
+    if pexpect is None or not hasattr(pexpect, "spawn"):
+        missing("pexpect (with pty support) is not installed")
+    kb = write_notes(
+        tmp_path / "kb", {f"n{i:03}.md": f"# Note {i}\n\nfact {i}\n" for i in range(300)}
+    )
+    server.force("/v1/embeddings", delay=0.7, times=20)
+    env = askmd_env(server)
+    env.update(TERM="xterm-256color", COLUMNS=str(COLS), LINES=str(ROWS))
+    args = [str(ROOT / "rag.py"), "--knowledge", str(kb), "--index-dir", str(tmp_path / "ix")]
+    child = pexpect.spawn(
+        sys.executable, [*args, "index"], env=env, dimensions=(ROWS, COLS), encoding="utf-8"
+    )
+    term = Term(child)
+    try:
+        term.wait("300/300")  # every file counted as it is chunked, before any embedding ends
+        term.wait("left", timeout=20)  # an estimate from the first batch on
+        child.sendintr()
+        said = term.wait("run again to continue", timeout=10)
+        child.expect(pexpect.EOF, timeout=10)
+        child.close()
+        assert child.exitstatus == 130
+        kept = re.search(r"interrupted: (\d+) chunks? kept, run again to continue", said)
+        assert kept and int(kept.group(1)) < 300, said
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
+    again = run(kb, server, "--index-dir", str(tmp_path / "ix"), "index", "--json")
+    assert json.loads(again.stdout)["chunks_total"] == 300
+
+
+def test_reindex_says_what_was_rebuilt_warns_once_and_counts_right(tmp_path, server) -> None:
+    kb = write_notes(tmp_path / "kb", {"fm.md": "---\ntitle: [oops\n---\nBody line\n"})
+    env = askmd_env(server)
+    args = ["--knowledge", str(kb), "--index-dir", str(tmp_path / "ix")]
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "rag.py"), *args],
+        input="/reindex\n/reindex\n", env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    said = result.stderr + result.stdout
+    assert said.count("front matter is not valid YAML") == 1, said
+    assert said.count("rebuilt: 1 file, 1 chunk (all from cache)") == 2, said
+    assert "indexed: 1 added, 0 changed, 0 deleted, 0 unchanged; 1 chunk embedded" in said
+    assert "asked for" not in said and "1 chunks" not in said and "1 files" not in said
