@@ -9,6 +9,7 @@ nothing about notes or citations.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,21 @@ DEFAULT_MODEL = "gpt-4o-mini"
 # is resent once tokens have been shown, so a retry never duplicates part of an answer.
 MAX_RETRIES = 2
 CONNECT_TIMEOUT = 10.0
+DEFAULT_BUDGET = 120.0  # seconds one answer may take, streamed, before it is cut
+# A small model can loop on one sentence until max_tokens: stop once the text ends with the
+# same span (MIN_SPAN to MAX_SPAN characters) REPEATS times in a row.
+MIN_SPAN, MAX_SPAN, REPEATS = 12, 300, 3
+REPEATING = "\n\n(stopped: the model was repeating itself)"
+
+
+def repeating(text: str) -> bool:
+    """Whether `text` ends with one span written REPEATS times in a row."""
+    longest = min(MAX_SPAN, len(text) // REPEATS)
+    for span in range(MIN_SPAN, longest + 1):
+        tail = text[-span:]
+        if all(text[-(k + 1) * span : -k * span] == tail for k in range(1, REPEATS)):
+            return True
+    return False
 
 
 class Chat:
@@ -40,6 +56,8 @@ class Chat:
         max_tokens: int = 800,
         timeout: float = 60.0,
         max_retries: int = MAX_RETRIES,
+        budget: float = DEFAULT_BUDGET,
+        extra_body: dict | None = None,
     ) -> None:
         import httpx
         import openai
@@ -50,6 +68,8 @@ class Chat:
         self.max_tokens = max_tokens
         self.timeout = timeout
         self.max_retries = max_retries
+        self.budget = budget  # 0: no limit
+        self.extra_body = extra_body or {}  # server-specific sampling, e.g. llama.cpp's
         # For a stream the read timeout is the longest wait for the *next* token, so a long
         # answer is never cut off while a stalled server is still noticed.
         self._client = openai.OpenAI(
@@ -69,7 +89,30 @@ class Chat:
     def stream(
         self, messages: list[dict], max_tokens: int | None = None
     ) -> Generator[str, None, None]:
-        """The reply as text pieces, as they arrive. Closing the iterator ends the request."""
+        """The reply as text pieces, as they arrive. Closing the iterator ends the request.
+
+        A reply that starts repeating itself, or outlives the time budget, is cut with a
+        notice: a small local model can otherwise loop for minutes.
+        """
+        started, said = time.monotonic(), ""
+        pieces = self._pieces(messages, max_tokens)
+        try:
+            for piece in pieces:
+                yield piece
+                said += piece
+                if repeating(said[-(MAX_SPAN * REPEATS) :]):
+                    yield REPEATING
+                    return
+                if self.budget and time.monotonic() - started > self.budget:
+                    yield (
+                        f"\n\n(cut: the answer took longer than {self.budget:g} s; "
+                        "raise ASKMD_LLM_BUDGET to wait longer)"
+                    )
+                    return
+        finally:
+            pieces.close()  # ends the request: the server stops generating
+
+    def _pieces(self, messages: list[dict], max_tokens: int | None) -> Generator[str, None, None]:
         import openai
 
         try:
@@ -79,6 +122,7 @@ class Chat:
                 temperature=self.temperature,
                 max_tokens=max_tokens or self.max_tokens,
                 stream=True,
+                **({"extra_body": self.extra_body} if self.extra_body else {}),
             )
         except openai.OpenAIError as exc:
             raise self._translate(exc) from None

@@ -40,6 +40,24 @@ def default_threads() -> int:
     return max(1, os.cpu_count() or 1)
 
 
+REPEAT_PENALTY = 1.1  # llama.cpp's default is 1.0 (off); small models loop without one
+REPEAT_LAST_N = 128  # tokens the penalty looks back on
+
+
+def sampling(model_path: Path, max_tokens: int, context: int) -> tuple[int, dict]:
+    """max_tokens scaled to the model, and llama.cpp's own options against loops.
+
+    A small model (a file under 0.5 GB, ~135-500M parameters) says what it can in a few
+    hundred tokens and only drifts or loops after that, so its answers are capped at 300
+    tokens (400 under 2 GB); never more than a quarter of the context, which also holds
+    the sources.
+    """
+    size = model_path.stat().st_size if model_path.is_file() else 0
+    cap = 300 if size < 500e6 else 400 if size < 2e9 else max_tokens
+    extra = {"repeat_penalty": REPEAT_PENALTY, "repeat_last_n": REPEAT_LAST_N}
+    return max(1, min(max_tokens, cap, context // 4)), extra
+
+
 def start(model_path: Path, *, threads: int = 0, context: int = 4096) -> LocalServer:
     """Load the model and start serving it; raises AskmdError with the fix when it cannot."""
     try:

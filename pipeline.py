@@ -69,6 +69,7 @@ class Index:
         from llm import Chat
 
         url, key, model = s.openai_base_url, s.openai_api_key, s.llm_model
+        max_tokens, extra_body = s.llm_max_tokens, None
         if s.local_model is not None:
             import local_llm
 
@@ -76,6 +77,7 @@ class Index:
                 self.local_server = local_llm.start(
                     s.local_model, threads=s.local_threads, context=s.local_context
                 )
+            max_tokens, extra_body = local_llm.sampling(s.local_model, max_tokens, s.local_context)
             url, key, model = (
                 self.local_server.url,
                 self.local_server.api_key,
@@ -86,8 +88,10 @@ class Index:
             key or None,
             model,
             temperature=s.llm_temperature,
-            max_tokens=s.llm_max_tokens,
+            max_tokens=max_tokens,
             timeout=s.llm_timeout,
+            budget=s.llm_budget,
+            extra_body=extra_body,
         )
 
     @cached_property

@@ -45,6 +45,7 @@ class Settings:
     llm_temperature: float = 0.1
     llm_max_tokens: int = 800
     llm_timeout: float = 60.0
+    llm_budget: float = 120.0
     local_model: Path | None = None
     local_threads: int = 0
     local_context: int = 4096
@@ -109,6 +110,7 @@ DOCS: dict[str, tuple[str, str]] = {
         "ASKMD_LLM_TIMEOUT",
         "seconds to wait for the LLM server's reply, and for each streamed piece of it",
     ),
+    "llm_budget": ("ASKMD_LLM_BUDGET", "seconds one answer may take before it is cut; 0: no limit"),
     "local_model": (
         "ASKMD_LOCAL_MODEL",
         "a .gguf chat model to run in-process with llama.cpp (pip install xllamacpp)",
@@ -182,6 +184,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "llm_temperature": _number,
     "llm_max_tokens": _whole,
     "llm_timeout": _number,
+    "llm_budget": _number,
     "local_model": lambda v: Path(v.strip()).expanduser() if v.strip() else None,
     "local_threads": _whole,
     "local_context": _whole,
@@ -292,6 +295,8 @@ def _validate(s: Settings, origin: dict[str, str], need_knowledge_dir: bool) -> 
         problems.append(f"{where('llm_temperature')}: the temperature must be between 0 and 2")
     if not 1 <= s.llm_max_tokens <= 1_000_000:
         problems.append(f"{where('llm_max_tokens')}: max tokens must be at least 1")
+    if s.llm_budget < 0:
+        problems.append(f"{where('llm_budget')}: the budget cannot be negative (0 = no limit)")
     if not s.llm_timeout > 0:
         problems.append(f"{where('llm_timeout')}: the timeout must be above 0 seconds")
     if s.local_model is not None and not s.local_model.is_file():

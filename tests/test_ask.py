@@ -795,3 +795,53 @@ def test_repl_quotes_the_notes_after_an_llm_error(kb: Path, server: OpenAIServer
     assert out.splitlines()[-len(answer_block(chat_requests(server)[-1])) :] == answer_block(
         chat_requests(server)[-1]
     )
+
+
+# --- 9. a model that loops or takes too long ---------------------------------------------
+
+ASKED = [{"role": "user", "content": "Sources: none\n\nQuestion: What port?"}]
+
+
+def test_a_streamed_answer_that_repeats_itself_is_stopped(server: OpenAIServer) -> None:
+    from llm import REPEATING
+    from tests.openai_server import ChatScript
+
+    script = ChatScript(["The notes say the port is 8420. "] + ["It is the port. "] * 400)
+    server.routes[CHAT] = script
+    got = list(chat_for(server).stream(ASKED))
+    assert got[-1] == REPEATING
+    assert len(got) < 20  # stopped within a few repeats, not after 400
+    assert script.ended.wait(5)  # the request was ended, so the server stops too
+
+
+def test_a_loop_of_short_pieces_is_caught_across_pieces(server: OpenAIServer) -> None:
+    from llm import REPEATING
+
+    reply_with(server, "Answer: " + "the sky is blue and " * 200, size=3)
+    got = list(chat_for(server).stream(USER))
+    assert got[-1] == REPEATING and len("".join(got)) < 200
+
+
+def test_varied_text_is_not_taken_for_a_loop(server: OpenAIServer) -> None:
+    text = " ".join(f"Step {i}: run job {i * 7} on host {i % 5}." for i in range(60))
+    reply_with(server, text)
+    assert "".join(chat_for(server).stream(USER)) == text
+
+
+def test_an_answer_over_its_time_budget_is_cut_with_a_notice(server: OpenAIServer) -> None:
+    from tests.openai_server import ChatScript
+
+    script = ChatScript([f"word{i} " for i in range(200)], delay=0.02)
+    server.routes[CHAT] = script
+    began = time.monotonic()
+    got = list(chat_for(server, budget=0.5).stream(ASKED))
+    assert time.monotonic() - began < 2.5
+    assert got[-1].startswith("\n\n(cut: the answer took longer than 0.5 s")
+    assert "ASKMD_LLM_BUDGET" in got[-1]
+    assert script.ended.wait(5) and script.sent < 200
+
+
+def test_extra_sampling_options_reach_the_server(server: OpenAIServer) -> None:
+    reply_with(server, "ok")
+    list(chat_for(server, extra_body={"repeat_penalty": 1.1}).stream(USER))
+    assert chat_requests(server)[0].body["repeat_penalty"] == 1.1

@@ -315,3 +315,24 @@ def test_cli_with_a_model_llama_cpp_cannot_load_is_one_error_line(
     assert result.stdout == ""
     assert result.stderr.startswith("error: llama.cpp could not load"), result.stderr
     assert result.stderr.count("\n") == 1, result.stderr
+
+
+# --- answers that loop or run long ---------------------------------------------------------
+
+
+def test_a_small_model_gets_a_short_answer_and_a_repeat_penalty(gguf: Path) -> None:
+    max_tokens, extra = local_llm.sampling(gguf, 800, 4096)
+    assert max_tokens == 300  # SmolLM2-135M is under 0.5 GB
+    assert extra["repeat_penalty"] > 1.0 and extra["repeat_last_n"] > 0
+    assert local_llm.sampling(gguf, 100, 4096)[0] == 100  # a lower setting is kept
+    assert local_llm.sampling(gguf, 800, 512)[0] == 128  # the sources need the context
+
+
+def test_the_answer_budget_is_a_setting(tmp_path: Path) -> None:
+    from settings import load_settings
+
+    env = {"ASKMD_LLM_BUDGET": "30"}
+    assert load_settings(env, None, need_knowledge_dir=False).llm_budget == 30
+    assert load_settings({}, None, need_knowledge_dir=False).llm_budget == 120
+    with pytest.raises(AskmdError, match="ASKMD_LLM_BUDGET"):
+        load_settings({"ASKMD_LLM_BUDGET": "-1"}, None, need_knowledge_dir=False)
