@@ -238,6 +238,7 @@ class Index:
 
     def stats(self) -> dict:
         stats = {
+            "knowledge_dir": str(self.settings.knowledge_dir.resolve()),
             "files": 0,
             "chunks": 0,
             "embedder": indexer.embedder_id(self.settings),

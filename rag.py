@@ -17,6 +17,7 @@ from pathlib import Path
 import answer
 import chunker
 import console
+import index_home
 import notes
 import retriever
 from errors import AskmdError
@@ -218,7 +219,10 @@ def cmd_repl(args: argparse.Namespace, settings: Settings) -> int:
     interactive = sys.stdin.isatty()
     if interactive:
         _enable_history(settings.index_dir / "history")
-        console.notice(f"askmd over {settings.knowledge_dir}/ — /help for commands, /quit to leave")
+        folder, where = settings.knowledge_dir.resolve(), settings.index_dir
+        console.notice(
+            f"askmd over {folder}/ (index in {where}/) — /help for commands, /quit to leave"
+        )
     while True:
         try:
             line = input("› " if interactive else "").strip()
@@ -315,7 +319,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="folder of notes (default: ASKMD_KNOWLEDGE_DIR or knowledge/)",
     )
     parser.add_argument(
-        "--index-dir", metavar="DIR", help="where the index is kept (default: .askmd/)"
+        "--index-dir",
+        metavar="DIR",
+        help="where the index is kept (default: one per knowledge folder, under "
+        "~/.local/share/askmd/)",
     )
     parser.add_argument(
         "--traceback", action="store_true", help="show the full traceback on errors"
@@ -427,6 +434,11 @@ def main(argv: list[str] | None = None) -> int:
             overrides=overrides, need_knowledge_dir=getattr(args, "need_knowledge_dir", True)
         )
         run = getattr(args, "run", cmd_repl)
+        if run is not cmd_chunk:  # an index holding another folder's notes is never wiped
+            rebuild = getattr(args, "rebuild", False)
+            index_home.check_owner(settings.index_dir, settings.knowledge_dir, rebuild)
+            if run is not cmd_stats:
+                index_home.record_owner(settings.index_dir, settings.knowledge_dir)
         return run(args, settings)
     except AskmdError as exc:
         if args.traceback:

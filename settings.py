@@ -2,7 +2,8 @@
 
 defaults < .env (read with dotenv_values, so os.environ is never touched) < environment
 < command-line flags. Every problem is reported at once, one line each, naming where the
-bad value came from. Nothing else in askmd reads the environment.
+bad value came from. Nothing else in askmd reads the environment (but for XDG_DATA_HOME,
+which places the default index folder: see index_home).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from dotenv import dotenv_values
 
+import index_home
 from errors import AskmdError
 
 MIN_CHUNK_SIZE = 100
@@ -26,7 +28,9 @@ MIN_TOKEN_CHARS = 16  # an API token short enough to guess is refused
 @dataclass(frozen=True)
 class Settings:
     knowledge_dir: Path = Path("knowledge")
-    index_dir: Path = Path(".askmd")
+    # None: one index per knowledge folder, in the user's data folder (see index_home);
+    # always a Path once the object exists.
+    index_dir: Path = None  # type: ignore[assignment]
     chunk_size: int = 1000
     chunk_overlap: int = 200
     include: tuple[str, ...] = ("*.md", "*.markdown")
@@ -50,6 +54,11 @@ class Settings:
     local_threads: int = 0
     local_context: int = 4096
     api_token: str = field(default="", repr=False)
+    follow_symlinks: bool = False
+
+    def __post_init__(self) -> None:
+        if self.index_dir is None:
+            object.__setattr__(self, "index_dir", index_home.default_index_dir(self.knowledge_dir))
 
     @property
     def llm_configured(self) -> bool:
@@ -64,7 +73,11 @@ class Settings:
 # Field -> (environment variable, one-line meaning). The order is the order of .env.example.
 DOCS: dict[str, tuple[str, str]] = {
     "knowledge_dir": ("ASKMD_KNOWLEDGE_DIR", "folder of Markdown notes to answer from"),
-    "index_dir": ("ASKMD_INDEX_DIR", "where the index (Chroma, manifest, embedding cache) is kept"),
+    "index_dir": (
+        "ASKMD_INDEX_DIR",
+        "where the index (Chroma, manifest, embedding cache) is kept; empty: one per knowledge "
+        "folder under $XDG_DATA_HOME/askmd (~/.local/share/askmd)",
+    ),
     "chunk_size": ("ASKMD_CHUNK_SIZE", "target chunk length in characters (hard cap 1.5x)"),
     "chunk_overlap": (
         "ASKMD_CHUNK_OVERLAP",
@@ -121,6 +134,10 @@ DOCS: dict[str, tuple[str, str]] = {
         "ASKMD_API_TOKEN",
         "bearer token the HTTP API (serve) requires; needed to listen beyond this machine",
     ),
+    "follow_symlinks": (
+        "ASKMD_FOLLOW_SYMLINKS",
+        "1: also read notes through symlinks that lead out of the knowledge folder",
+    ),
 }
 
 
@@ -163,6 +180,15 @@ def _text(value: str) -> str:
     return value.strip()
 
 
+def _flag(value: str) -> bool:
+    word = value.strip().lower()
+    if word in ("1", "true", "yes", "on"):
+        return True
+    if word in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError("is not 1 or 0")
+
+
 _PARSERS: dict[str, Callable[[str], Any]] = {
     "knowledge_dir": lambda v: Path(v.strip()).expanduser(),
     "index_dir": lambda v: Path(v.strip()).expanduser(),
@@ -189,14 +215,19 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "local_threads": _whole,
     "local_context": _whole,
     "api_token": _text,
+    "follow_symlinks": _flag,
 }
 
 
 def default_text(field_name: str) -> str:
     """A default as it is written in .env.example and the README."""
+    if field_name == "index_dir":
+        return ""  # computed per knowledge folder
     value = getattr(Settings(), field_name)
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return str(int(value))
     if isinstance(value, tuple):
         return ",".join(value)
     if isinstance(value, float) and value.is_integer():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def clean_env(**extra: str) -> dict[str, str]:
     """The current environment minus every askmd and OpenAI variable, plus `extra`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ASKMD_", "OPENAI_"))}
+    env["XDG_DATA_HOME"] = os.path.join(tempfile.gettempdir(), "askmd-tests-data")  # not ~
     env.update(COLUMNS="80", TERM="dumb", **extra)
     return env
 

@@ -192,7 +192,9 @@ def test_stats_is_the_same_object_as_the_stats_json_command(plain: Server) -> No
     assert command.returncode == 0, command.stderr
     assert served.json() == json.loads(command.stdout)
     stats = served.json()
-    assert list(stats) == ["files", "chunks", "embedder", "dimension", "index_dir", "last_sync"]
+    assert list(stats) == [
+        "knowledge_dir", "files", "chunks", "embedder", "dimension", "index_dir", "last_sync"
+    ]  # fmt: skip
     assert stats["files"] == 2 and stats["chunks"] == 3 and stats["dimension"] > 0
 
 

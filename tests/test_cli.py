@@ -251,6 +251,7 @@ def test_stats_before_any_index_creates_nothing(run_rag, tmp_path: Path) -> None
     result = run_rag("--knowledge", "kb", "--index-dir", "ix", "stats", "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == {
+        "knowledge_dir": str((tmp_path / "kb").resolve()),
         "files": 0,
         "chunks": 0,
         "embedder": "local:all-MiniLM-L6-v2-int8",

@@ -1,0 +1,89 @@
+"""Where a knowledge folder's index lives, and which folder an index belongs to.
+
+By default each knowledge folder gets its own index under the user's data directory,
+`$XDG_DATA_HOME/askmd/<folder name>-<hash of its real path>/` (`~/.local/share/askmd/...`
+when XDG_DATA_HOME is unset), so pointing askmd at a second folder never touches the
+first one's index. Why there and not in a hidden `.askmd/` inside the knowledge folder:
+
+- the knowledge folder may be read-only (a mounted share, someone else's notes);
+- it is often synced (Dropbox, iCloud, Syncthing) or a git repository: an index inside
+  would be committed or uploaded, and a sync service copying a live SQLite and HNSW
+  database between machines is how such files get corrupted;
+- the notes stay the only thing in the user's folder; the index is rebuildable state.
+
+Data, not cache: the index holds the trash of notes deleted through the API, which a
+cache cleaner must not wipe. The cost: a moved or renamed folder starts a new index (its
+real path changed); move the old one along or point ASKMD_INDEX_DIR/--index-dir at it.
+
+Every index records its knowledge folder's real path in `owner.json`, so an explicit
+index folder that holds another folder's index is refused instead of being wiped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from errors import AskmdError
+from manifest import prepare_index_dir
+
+OWNER_FILE = "owner.json"
+
+
+def data_home(environ: Mapping[str, str]) -> Path:
+    """XDG_DATA_HOME when it is an absolute path (the spec ignores relative ones)."""
+    value = environ.get("XDG_DATA_HOME", "").strip()
+    if value and os.path.isabs(value):
+        return Path(value)
+    return Path.home() / ".local" / "share"
+
+
+def default_index_dir(knowledge_dir: Path, environ: Mapping[str, str] | None = None) -> Path:
+    """The index folder of one knowledge folder: readable name, unique by real path."""
+    real = os.path.realpath(knowledge_dir)
+    digest = hashlib.sha256(os.fsencode(real)).hexdigest()[:12]
+    name = re.sub(r"[^\w.-]+", "_", Path(real).name).strip("._")[:40] or "root"
+    return data_home(os.environ if environ is None else environ) / "askmd" / f"{name}-{digest}"
+
+
+def owner(index_dir: Path) -> str | None:
+    """The real path of the knowledge folder this index was built for, if recorded."""
+    try:
+        data = json.loads((index_dir / OWNER_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    value = data.get("knowledge_dir") if isinstance(data, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
+def check_owner(index_dir: Path, knowledge_dir: Path, rebuild: bool = False) -> None:
+    """Refuse, in one line, an index built for another knowledge folder (unless rebuilding)."""
+    recorded, real = owner(index_dir), os.path.realpath(knowledge_dir)
+    if recorded is None or recorded == real or rebuild:
+        return
+    raise AskmdError(
+        f"the index folder {index_dir} holds the index of {recorded}, not of {real}: point "
+        "--index-dir (ASKMD_INDEX_DIR) elsewhere, or run index --rebuild to replace it"
+    )
+
+
+def record_owner(index_dir: Path, knowledge_dir: Path) -> None:
+    """Write down which folder the index is for (atomically), before anything is indexed.
+
+    A folder that cannot be written is left to the commands to report: an index nobody
+    can write to cannot be wiped either."""
+    real = os.path.realpath(knowledge_dir)
+    if owner(index_dir) == real:
+        return
+    prepare_index_dir(index_dir)
+    path = index_dir / OWNER_FILE
+    partial = path.with_name(f".{OWNER_FILE}.{os.getpid()}")
+    try:
+        partial.write_text(json.dumps({"knowledge_dir": real}) + "\n", encoding="utf-8")
+        os.replace(partial, path)
+    except OSError:
+        partial.unlink(missing_ok=True)
