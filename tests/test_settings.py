@@ -514,3 +514,27 @@ def test_every_field_has_a_documented_variable():
 def test_the_api_key_is_not_shown_in_the_settings_repr():
     loaded = load_settings({"OPENAI_API_KEY": "sk-secret"}, None, need_knowledge_dir=False)
     assert loaded.openai_api_key == "sk-secret" and "sk-secret" not in repr(loaded)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("1", True), (" yes ", True), ("true", True), ("0", False), ("off", False)],
+)
+def test_follow_symlinks_is_off_unless_turned_on(raw, expected):
+    assert Settings().follow_symlinks is False
+    loaded = load_settings({"ASKMD_FOLLOW_SYMLINKS": raw}, None, need_knowledge_dir=False)
+    assert loaded.follow_symlinks is expected
+
+
+def test_a_bad_follow_symlinks_value_is_named():
+    assert problems({"ASKMD_FOLLOW_SYMLINKS": "sometimes"}) == [
+        "ASKMD_FOLLOW_SYMLINKS='sometimes' (from environment) is not 1 or 0"
+    ]
+
+
+def test_the_default_index_folder_follows_the_knowledge_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    loaded = load_settings({"ASKMD_KNOWLEDGE_DIR": str(tmp_path)}, None)
+    assert loaded.index_dir.parent == tmp_path / "data" / "askmd"
+    assert loaded.index_dir.name.startswith(tmp_path.name[:40])
+    assert settings.default_text("index_dir") == ""  # .env.example: empty means per folder
