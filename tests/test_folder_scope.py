@@ -49,6 +49,8 @@ def test_links_out_of_the_folder_are_not_indexed_unless_asked(run_rag, tmp_path:
     assert json.loads(followed.stdout)["files_added"] == 2
     found = run_rag(*where, "search", "quokkasecret", "--json", ASKMD_FOLLOW_SYMLINKS="1")
     assert "quokkasecret" in json.loads(found.stdout)["results"][0]["text"]
+    unfollowed = json.loads(run_rag(*where, "index", "--json").stdout)  # the setting off again
+    assert (unfollowed["files_deleted"], unfollowed["chunks_total"]) == (2, 2)
 
 
 def test_a_hidden_note_is_reported_not_dropped_silently(run_rag, tmp_path: Path) -> None:
