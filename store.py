@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 from chunker import Chunk
 from errors import AskmdError, Damaged, DiskFull, disk_full
 
+FULL_BELOW = 16 * 2**20  # free bytes under which a failed local write is a full disk
 KEEP_BROKEN = 2  # damaged Chroma folders kept for inspection; older ones are deleted
 # What Chroma's embedded client says when its files on disk no longer agree: a HNSW
 # segment saved without its id map and log watermark, a torn file, a corrupt SQLite.
@@ -294,10 +295,20 @@ class Store:
         except Exception as exc:  # noqa: BLE001
             raise self._failure(exc) from None
 
+    def _disk_nearly_full(self) -> bool:
+        """Chroma's core often loses the cause of a failed write ("Failed to apply logs to
+        the metadata segment" and nothing else), so a local store asks the disk itself."""
+        if self.chroma_url:
+            return False
+        try:
+            return shutil.disk_usage(self.index_dir).free < FULL_BELOW
+        except OSError:
+            return False
+
     def _failure(self, exc: BaseException) -> AskmdError:
         """The one-line error for a Chroma failure: a full disk, damage the sync can
         repair (embedded client only), or the generic advice."""
-        if disk_full(exc):
+        if disk_full(exc) or self._disk_nearly_full():
             return DiskFull(
                 f"the disk holding the index ({self.where}) is full: free some space and run again"
             )

@@ -17,6 +17,7 @@ the hnsw segment writer"), and the log is never purged past the watermark.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -221,3 +222,55 @@ def test_a_chroma_server_is_never_moved_aside(tmp_path: Path) -> None:
     store = Store(tmp_path / "ix", chroma_url="http://127.0.0.1:9")
     with pytest.raises(RuntimeError):
         store.set_aside()
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path):
+    """A real 3 MB filesystem (tmpfs), so a write can really run out of space."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(disk)],
+                             capture_output=True, text=True)  # fmt: skip
+    if mounted.returncode != 0:
+        pytest.skip(f"a full disk needs a small filesystem; mount: {mounted.stderr.strip()}")
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def fill(disk: Path, leave: int) -> None:
+    """Fill the filesystem, then free `leave` bytes: room for the manifest to open, not
+    for Chroma to write."""
+    fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    os.truncate(disk / "filler", (disk / "filler").stat().st_size - leave)
+
+
+@pytest.mark.parametrize("leave", [40 * 1024, 80 * 1024])
+def test_a_full_disk_says_so_and_does_not_advise_a_rebuild(
+    tmp_path: Path, run_rag, embed_server, small_disk: Path, leave: int
+) -> None:
+    """With 40 KB left SQLite's "database or disk is full" reaches us; with 80 KB Chroma
+    says only "Error in compaction: Failed to apply logs to the metadata segment"."""
+    kb = write_notes(tmp_path / "kb", NOTES)
+    ix = small_disk / "ix"
+    where = ["--knowledge", str(kb), "--index-dir", str(ix)]
+    env = env_for(embed_server)
+    assert run_rag(*where, "index", **env).returncode == 0
+    bread = (kb / "bread.md").read_text(encoding="utf-8")
+    (kb / "bread.md").unlink()
+    assert run_rag(*where, "index", **env).returncode == 0  # its vector stays cached
+    fill(small_disk, leave)
+    (kb / "bread.md").write_text(bread, encoding="utf-8")  # back: only Chroma must write
+    result = run_rag(*where, "index", **env)
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"error: the disk holding the index ({ix / 'chroma'}) is full: free some space and "
+        "run again\n"
+    )
+    assert not list(ix.glob("chroma.broken-*"))  # a full disk is not damage
