@@ -34,10 +34,12 @@ class LocalServer:
 
 
 def default_threads() -> int:
-    """Every core: askmd computes nothing while the model writes. Measured on 2 idle cores,
-    SmolLM2 reached its first token 1.8x sooner with 2 threads than with 1 (BENCHMARKS.md);
-    on a machine busy with other work, fewer threads (ASKMD_LOCAL_THREADS) do better."""
-    return max(1, os.cpu_count() or 1)
+    """Half the cores, at least one. llama.cpp's threads spin while they wait, so a model
+    given every core of a machine busy with anything else slows down badly: on 2 shared
+    cores under load, 1 thread answered in a median 14.8 s against 39.5 s for 2, with a
+    third of the CPU time; idle, 2 threads reached the first token 1.8x sooner than 1
+    (BENCHMARKS.md). ASKMD_LOCAL_THREADS sets it."""
+    return max(1, (os.cpu_count() or 1) // 2)
 
 
 REPEAT_PENALTY = 1.1  # llama.cpp's default is 1.0 (off); small models loop without one

@@ -128,7 +128,7 @@ DOCS: dict[str, tuple[str, str]] = {
         "ASKMD_LOCAL_MODEL",
         "a .gguf chat model to run in-process with llama.cpp (pip install xllamacpp)",
     ),
-    "local_threads": ("ASKMD_LOCAL_THREADS", "CPU threads for the local model; 0: all cores"),
+    "local_threads": ("ASKMD_LOCAL_THREADS", "CPU threads for the local model; 0: half the cores"),
     "local_context": ("ASKMD_LOCAL_CONTEXT", "context length of the local model, in tokens"),
     "api_token": (
         "ASKMD_API_TOKEN",

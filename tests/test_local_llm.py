@@ -8,6 +8,7 @@ errors, cancelling, the CLI) and never the quality of an answer.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import socket
@@ -336,3 +337,8 @@ def test_the_answer_budget_is_a_setting(tmp_path: Path) -> None:
     assert load_settings({}, None, need_knowledge_dir=False).llm_budget == 120
     with pytest.raises(AskmdError, match="ASKMD_LLM_BUDGET"):
         load_settings({"ASKMD_LLM_BUDGET": "-1"}, None, need_knowledge_dir=False)
+
+
+def test_the_default_threads_leave_half_the_cores_free() -> None:
+    cores = os.cpu_count() or 1
+    assert local_llm.default_threads() == max(1, cores // 2)

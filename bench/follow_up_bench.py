@@ -1,0 +1,82 @@
+"""How often a question asked after another retrieves its note: old rule against new.
+
+    python bench/follow_up_bench.py [--knowledge knowledge] [--pairs bench/follow_up_pairs.jsonl]
+
+Each line of the pairs file holds a first question, a second one, whether the second is
+a follow-up, and the file that answers the second. The first is searched as asked; the
+second is searched as the old rule chose (any question with a pronoun, "and…", or two
+content words or fewer was merged with the previous query) and as `answer.resolve`
+chooses now (no LLM). Prints hit@1 and hit@5 of the relevant file, per kind of pair.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import answer  # noqa: E402
+from pipeline import Index  # noqa: E402
+from settings import Settings  # noqa: E402
+from terms import content_terms  # noqa: E402
+
+K = 10
+
+
+def old_rule(question: str, history: list[answer.Turn]) -> str:
+    if answer._FOLLOW_UP.search(question) or len(set(content_terms(question))) <= 2:
+        return answer.merged_query(question, history)
+    return question
+
+
+def file_rank(hits, relevant: str) -> int:
+    files = list(dict.fromkeys(h.source for h in hits))
+    return files.index(relevant) + 1 if relevant in files else 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--knowledge", default="knowledge")
+    parser.add_argument("--pairs", default="bench/follow_up_pairs.jsonl")
+    parser.add_argument("--index-dir", default="")
+    args = parser.parse_args()
+    index_dir = Path(args.index_dir or tempfile.mkdtemp(prefix="askmd-follow-up-"))
+    index = Index(Settings(knowledge_dir=Path(args.knowledge), index_dir=index_dir))
+    index.sync(show_progress=False)
+    search = lambda q: index.search(q, K)  # noqa: E731
+    pairs = [json.loads(line) for line in open(args.pairs, encoding="utf-8") if line.strip()]
+    table: dict[tuple[str, str], list[int]] = {}
+    for pair in pairs:
+        history = [answer.Turn(pair["first"], pair["first"], "")]
+        kind = "follow-up" if pair["follow_up"] else "new question"
+        lang = "zh" if answer.has_cjk(pair["second"]) else "en"
+        old_hits = search(old_rule(pair["second"], history))
+        query, new_hits = answer.resolve(pair["second"], history, search, None)
+        for rule, hits in (("old", old_hits), ("new", new_hits)):
+            rank = file_rank(hits, pair["relevant"])
+            for group in (kind, lang, "all"):
+                table.setdefault((group, rule), []).append(rank)
+        if file_rank(new_hits, pair["relevant"]) != 1:
+            print(f"  miss@1 new: {pair['second']!r} searched {query!r}", file=sys.stderr)
+    print(f"{len(pairs)} pairs over {args.knowledge}/, files ranked by their best chunk (k={K})")
+    heads = "".join(f"{h:>10}" for h in ("old hit@1", "old hit@5", "new hit@1", "new hit@5"))
+    print(f"{'pairs':<14}{'n':>4}{heads}")
+    for group in ("follow-up", "new question", "en", "zh", "all"):
+        old, new = table.get((group, "old"), []), table.get((group, "new"), [])
+        if not old:
+            continue
+
+        def rate(ranks: list[int], at: int) -> str:
+            return f"{sum(1 for r in ranks if 0 < r <= at) / len(ranks):.3f}"
+
+        cells = (rate(old, 1), rate(old, 5), rate(new, 1), rate(new, 5))
+        rates = "".join(f"{x:>10}" for x in cells)
+        print(f"{group:<14}{len(old):>4}{rates}")
+
+
+if __name__ == "__main__":
+    main()
