@@ -150,8 +150,9 @@ def create_app(index: Index, loopback_only: bool = True) -> FastAPIOffline:
         return FileResponse(WEB / "index.html")
 
     @app.get("/api/v1/health", tags=["index"])
-    def health() -> dict:
-        """Liveness, without a token: says nothing about the notes."""
+    async def health() -> dict:
+        """Liveness, without a token: says nothing about the notes. Answered on the event
+        loop itself, so it needs no worker thread while every one is busy."""
         return {"status": "ok"}
 
     @app.get("/api/v1/stats", tags=["index"])
@@ -276,16 +277,30 @@ def create_app(index: Index, loopback_only: bool = True) -> FastAPIOffline:
     return app
 
 
+# Pydantic's wording for the two mistakes clients make most, in plainer words.
+WORDING = {"missing": "field required", "extra_forbidden": "unknown field"}
+MAX_PROBLEMS = 8  # listed in the one line; the rest are counted
+
+
 def _validation_message(exc: RequestValidationError) -> str:
+    """Every problem with a body in one line, e.g. `query: field required; quer: unknown
+    field`: naming only the first would send the client back once per mistake."""
     errors = exc.errors()
     if not errors:
         return "invalid request"
-    first = errors[0]
-    if first.get("type") == "json_invalid":
+    if errors[0].get("type") == "json_invalid":
         return "the body is not valid JSON"
-    where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{where}: {first.get('msg', 'invalid')}{more}"
+    problems = list(dict.fromkeys(_problem(error) for error in errors))
+    shown = "; ".join(problems[:MAX_PROBLEMS])
+    left = len(problems) - MAX_PROBLEMS
+    return f"{shown}; and {left} more" if left > 0 else shown
+
+
+def _problem(error: dict) -> str:
+    where = ".".join(str(p) for p in error.get("loc", ()) if p != "body") or "body"
+    what = WORDING.get(error.get("type", "")) or str(error.get("msg") or "invalid")
+    what = what.removeprefix("Input ").removeprefix("Value error, ")
+    return f"{where}: {what[:1].lower()}{what[1:]}"
 
 
 def _sse(event: str, data: Any) -> str:

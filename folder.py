@@ -19,11 +19,24 @@ import time
 from pathlib import Path, PurePosixPath
 
 import notes
-from errors import BadNote, BadRequest, Forbidden, NotFound
+from errors import AskmdError, BadNote, BadRequest, Forbidden, NotFound
 from settings import Settings
 
 MAX_NAME_CHARS = 1024
 MAX_PART_BYTES = 255  # the longest file name common file systems allow
+# Notes sent as content: indexing is embedding, ~1,400 chunks per MB, so a 10 MB note
+# kept one request (and the machine) busy for minutes. Larger notes can be put into the
+# folder and ingested by file_path.
+MAX_SENT_NOTE_BYTES = 1024 * 1024
+
+
+class TooLarge(AskmdError):
+    status = 413
+
+
+def sent_note_limit(settings: Settings) -> int:
+    """The largest note a client may send as content."""
+    return min(settings.max_file_bytes, MAX_SENT_NOTE_BYTES)
 
 
 def source_of(settings: Settings, name: str) -> str:
@@ -95,6 +108,12 @@ def write(settings: Settings, name: str, content: str) -> str:
             f"{source}: {len(data) / 1048576:.1f} MB, over the "
             f"{settings.max_file_bytes / 1048576:.4g} MB limit (ASKMD_MAX_FILE_MB)"
         )
+    if len(data) > sent_note_limit(settings):
+        raise TooLarge(
+            f"{source}: {len(data) / 1048576:.1f} MB; notes sent as content may be up to "
+            f"{sent_note_limit(settings) / 1048576:.4g} MB: put a larger one into the "
+            "knowledge folder and ingest it by file_path"
+        )
     try:
         notes.parse(data, source)  # the indexer's own checks: NUL bytes, encoding
     except notes.Unreadable as exc:
@@ -105,6 +124,7 @@ def write(settings: Settings, name: str, content: str) -> str:
     existed = path.exists()
     if existed and not path.is_file():
         raise BadRequest(f"{source}: a folder or special file is in the way")
+    _check_folders(settings, source)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if existed:
@@ -126,6 +146,17 @@ def write(settings: Settings, name: str, content: str) -> str:
             "writable?"
         ) from None
     return "updated" if existed else "created"
+
+
+def _check_folders(settings: Settings, source: str) -> None:
+    """Refuse a path whose folders include an existing file (`keep.md/new.md`): mkdir
+    would fail with an error that blames the folder's permissions."""
+    for parent in reversed(PurePosixPath(source).parents):
+        if str(parent) == ".":
+            continue
+        where = settings.knowledge_dir / parent
+        if where.exists() and not where.is_dir():
+            raise BadRequest(f"{source}: {parent} is a file, not a folder")
 
 
 def to_trash(settings: Settings, source: str, copy: bool = False) -> Path:

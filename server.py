@@ -17,6 +17,15 @@ from guard import is_loopback
 from pipeline import Index
 from settings import Settings
 
+KEEP_ALIVE_SECONDS = 5  # an idle connection is closed after this
+HEAD_SECONDS = 5  # for a request's head to arrive, and its body to begin
+MIN_BYTES_PER_SECOND = 64 * 1024  # the slowest body accepted, after HEAD_SECONDS
+_SLOW = b'{"error": "the request arrived too slowly; send it again"}'
+TOO_SLOW = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+    b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(_SLOW), _SLOW)
+)
+
 
 def serve(settings: Settings, host: str, port: int) -> int:
     import uvicorn  # only the serve command needs the web stack
@@ -47,6 +56,8 @@ def serve(settings: Settings, host: str, port: int) -> int:
     console.notice("API docs at /docs · Ctrl-C to stop")
     config = uvicorn.Config(
         api.create_app(index, loopback_only=loopback),
+        http=_protocol(),
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
         log_level="warning",
         access_log=False,
         timeout_graceful_shutdown=3,
@@ -54,6 +65,56 @@ def serve(settings: Settings, host: str, port: int) -> int:
     )
     uvicorn.Server(config).run(sockets=[sock])
     return 0
+
+
+def _protocol() -> type:
+    """uvicorn's HTTP protocol with a read deadline. Neither of its parsers limits how
+    long a client may take to send a request: one that sends a byte now and then holds
+    a connection (and its buffers) for ever, and a few hundred of them exhaust the
+    server. Here a request's head must arrive within HEAD_SECONDS, and its body at
+    MIN_BYTES_PER_SECOND after that; a late one is answered 408 and closed."""
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    class Deadline(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            self._restart()
+            self._tick = self.loop.call_later(1, self._check)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._tick.cancel()
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            self._bytes += len(data)
+            super().data_received(data)
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._restart()  # the clock starts again for the next request
+
+        def _restart(self) -> None:
+            self._since, self._bytes = self.loop.time(), 0
+
+        def _reading(self) -> bool:
+            """True while the server waits on the client for a request or its body."""
+            cycle = self.cycle
+            if cycle is None or cycle.response_complete:
+                return True
+            return cycle.more_body and not cycle.response_started
+
+        def _check(self) -> None:
+            if self.transport.is_closing():
+                return
+            allowed = HEAD_SECONDS + self._bytes / MIN_BYTES_PER_SECOND
+            if self._reading() and self.loop.time() - self._since > allowed:
+                if self._bytes:  # part of a request came (an idle connection just closes)
+                    self.transport.write(TOO_SLOW)
+                self.transport.close()
+                return
+            self._tick = self.loop.call_later(1, self._check)
+
+    return Deadline
 
 
 def _loopback(host: str) -> bool:

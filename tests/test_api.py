@@ -268,6 +268,15 @@ def test_a_bad_search_body_is_422(api: httpx.Client, body: dict) -> None:
     error_of(api.post("/api/v1/search", json=body), 422)
 
 
+def test_a_bad_body_names_every_problem_in_one_line(api: httpx.Client) -> None:
+    reply = api.post("/api/v1/search", json={"quer": "x"})
+    assert error_of(reply, 422) == "query: field required; quer: unknown field"
+    reply = api.post("/api/v1/search", json={"query": "x", "top_k": 0, "filters": {"x": 1}})
+    message = error_of(reply, 422)
+    assert message.startswith("top_k: should be greater than or equal to 1; ")
+    assert message.endswith("filters.x: unknown field")
+
+
 def test_a_blank_search_query_is_400_like_a_blank_question(api: httpx.Client) -> None:
     assert "empty" in error_of(api.post("/api/v1/search", json={"query": " \n\t"}), 400)
 
@@ -449,6 +458,15 @@ def test_ingest_refuses_names_askmd_does_not_read_with_400(plain: Server, name: 
     api = plain.client()
     error_of(api.post("/api/v1/ingest", json={"content": "# x\n\nno", "file_name": name}), 400)
     assert not list(plain.kb.glob("x.*")) and not (plain.kb / "notes\\x.md").exists()
+
+
+def test_ingest_under_a_file_says_the_file_is_not_a_folder(plain: Server) -> None:
+    reply = plain.client().post(
+        "/api/v1/ingest", json={"content": "# Evil\n", "file_name": "bread.md/evil.md"}
+    )
+    message = error_of(reply, 400)
+    assert "bread.md is a file, not a folder" in message and "writable" not in message
+    assert (plain.kb / "bread.md").is_file()
 
 
 def test_ingest_of_a_folder_is_400(plain: Server) -> None:
@@ -698,6 +716,11 @@ def test_a_foreign_origin_is_refused_403(plain: Server, origin: str) -> None:
     api = plain.client()
     error_of(api.get("/api/v1/stats", headers={"Origin": origin}), 403)
     error_of(api.post("/api/v1/search", json={"query": "port"}, headers={"Origin": origin}), 403)
+
+
+def test_an_origin_with_another_scheme_is_refused_403(plain: Server) -> None:
+    origin = f"https://127.0.0.1:{plain.port}"  # same host and port, not the same origin
+    error_of(plain.client().get("/api/v1/stats", headers={"Origin": origin}), 403)
 
 
 def test_a_refusal_carries_the_safety_headers_too(plain: Server) -> None:
