@@ -168,6 +168,43 @@ def test_at_phone_width_nothing_scrolls_sideways(site, browser) -> None:
     context.close()
 
 
+def box(page, selector: str) -> dict:
+    found = page.locator(selector).first.bounding_box()
+    assert found is not None, selector
+    return found
+
+
+def test_at_phone_size_the_ask_box_stays_small_while_reading_and_opens_on_focus(
+    site, browser, tmp_path: Path
+) -> None:
+    viewport = {"width": 375, "height": 667}
+    context = browser.new_context(viewport=viewport, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    page.goto(site.url)
+    page.fill("#question", "What port does the API listen on?")
+    page.keyboard.press("Enter")
+    page.wait_for_selector(".turn .references li")
+    page.wait_for_selector("#ask:not([disabled])")
+    reading = box(page, "#ask-form")
+    assert reading["height"] / viewport["height"] < 0.15, reading  # once a third
+    heading = page.locator(".turn .references h3")
+    heading.evaluate("node => node.scrollIntoView({block: 'end'})")
+    page.wait_for_timeout(300)
+    shown, ask_box = box(page, ".turn .references h3"), box(page, "#ask-form")
+    assert heading.is_visible() and shown["y"] >= 0
+    assert shown["y"] + shown["height"] <= ask_box["y"], (shown, ask_box)  # not under it
+    page.screenshot(path=str(tmp_path / "phone-reading.png"))
+    page.focus("#question")
+    page.wait_for_timeout(200)
+    focused = box(page, "#ask-form")
+    assert focused["height"] > reading["height"] * 1.5
+    assert page.locator("label[for=question]").is_visible()
+    assert page.locator("#new").is_visible()
+    page.screenshot(path=str(tmp_path / "phone-focused.png"))
+    assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
+    context.close()
+
+
 def test_a_server_with_a_token_asks_for_it_then_works(tmp_path, browser) -> None:
     with Server(tmp_path, NOTES, ASKMD_API_TOKEN=TOKEN) as server:
         context = browser.new_context()

@@ -237,10 +237,17 @@ async function ask(question) {
   }
 }
 
+// On a phone the ask box stays collapsed while an answer is read; focusing it (a tap)
+// opens it, and would open the keyboard over the answer too.
+const SMALL_SCREEN = window.matchMedia("(max-width: 40rem)");
+
 function setBusy(busy) {
   $("ask").disabled = busy;
   $("stop").hidden = !busy;
-  if (!busy) $("question").focus();
+  if (busy && SMALL_SCREEN.matches && $("ask-form").contains(document.activeElement)) {
+    document.activeElement.blur();
+  }
+  if (!busy && !SMALL_SCREEN.matches) $("question").focus();
 }
 
 // --- citations open their reference ----------------------------------------------------
@@ -345,5 +352,5 @@ document.addEventListener("DOMContentLoaded", () => {
   $("add-form").addEventListener("submit", addNote);
   $("upload").addEventListener("change", upload);
   refreshStats();
-  $("question").focus();
+  if (!SMALL_SCREEN.matches) $("question").focus();
 });
