@@ -9,8 +9,11 @@ that describe an older state, which the next run repairs. It never talks to Chro
 
 from __future__ import annotations
 
+import errno
 import math
+import os
 import sqlite3
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterable
@@ -26,6 +29,7 @@ if TYPE_CHECKING:  # numpy loads only when the embedding cache is used
 
 BM25_K1 = 1.2  # term-frequency saturation
 BM25_B = 0.75  # length normalisation
+MANIFEST = "manifest.sqlite3"  # its file name in the index folder
 
 
 _SCHEMA = """
@@ -90,8 +94,35 @@ def prepare_index_dir(index_dir: Path) -> None:
         ) from None
 
 
+def read_only(index_dir: Path) -> bool:
+    """Whether the index folder exists but cannot be written: a read-only mount, or files
+    owned by someone else. Found by trying, since os.access answers for the real user id
+    and says yes to root even where a write fails. The probe is an unnamed file (Linux's
+    O_TMPFILE), so a writable folder gains no entry; the manifest is opened for writing
+    without truncating, which changes nothing."""
+    if not index_dir.is_dir():
+        return False
+    try:
+        with tempfile.TemporaryFile(dir=index_dir):
+            pass
+        manifest = index_dir / MANIFEST
+        if manifest.exists():
+            os.close(os.open(manifest, os.O_RDWR))
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
+            return True
+        raise
+    return False
+
+
 class Manifest:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, read_only: bool = False):
+        """With `read_only` the file is only read (a folder nobody may write to): no WAL
+        switch, no schema update; every method that writes then fails."""
+        self.read_only = read_only
+        if read_only:
+            self.db = _open_read_only(path)
+            return
         prepare_index_dir(path.parent)
         try:
             self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
@@ -337,6 +368,23 @@ class _Transaction:
 
     def __exit__(self, kind: object, *_: object) -> None:
         self.db.execute("ROLLBACK" if kind else "COMMIT")
+
+
+def _open_read_only(path: Path) -> sqlite3.Connection:
+    """Open the manifest of a read-only folder for reading. SQLite reads a WAL database
+    only where it can create the -shm file beside it; when it cannot, the file is opened
+    as immutable: nobody can write to the folder, so nothing changes under the reader."""
+    uri = path.resolve().as_uri()
+    failure: sqlite3.Error | None = None
+    for flags in ("mode=ro", "mode=ro&immutable=1"):
+        db = sqlite3.connect(f"{uri}?{flags}", uri=True, timeout=30, isolation_level=None)
+        try:
+            db.execute("SELECT COUNT(*) FROM meta").fetchone()
+            return db
+        except sqlite3.Error as exc:
+            db.close()
+            failure = exc
+    raise AskmdError(f"the index manifest {path} cannot be read ({failure})")
 
 
 def now() -> str:

@@ -21,6 +21,7 @@ from functools import cached_property
 import answer
 import console
 import indexer
+import manifest as manifest_file
 import retriever
 from errors import AskmdError
 from manifest import Manifest
@@ -48,15 +49,22 @@ class Index:
     _seen: int | None = field(default=None, init=False, repr=False)  # generation read from
 
     @cached_property
+    def read_only(self) -> bool:
+        """An index folder that cannot be written (a read-only mount, someone else's files)
+        is searched as it is: no sync, the manifest only read, Chroma through a copy."""
+        return manifest_file.read_only(self.settings.index_dir)
+
+    @cached_property
     def store(self) -> Store:
         s = self.settings
-        return Store(s.index_dir, s.chroma_url, s.collection)
+        return Store(s.index_dir, s.chroma_url, s.collection, read_only=self.read_only)
 
     @property
     def manifest(self) -> Manifest:
         manifest = getattr(self._local, "manifest", None)
         if manifest is None:
-            manifest = Manifest(self.settings.index_dir / "manifest.sqlite3")
+            path = self.settings.index_dir / manifest_file.MANIFEST
+            manifest = Manifest(path, read_only=self.read_only)
             self._local.manifest = manifest
         return manifest
 
@@ -113,6 +121,11 @@ class Index:
     ) -> indexer.SyncReport:
         """Bring the index in step with the folder. When another process is updating it,
         wait up to `wait` seconds (saying so on a terminal), then raise IndexBusy."""
+        if self.read_only:
+            raise AskmdError(
+                f"the index folder {self.settings.index_dir} is read-only: it can be searched "
+                "but not updated (make it writable, or point --index-dir at another folder)"
+            )
         return self._sync(rebuild, show_progress, wait, console.warning if show_progress else None)
 
     def _sync(
@@ -140,7 +153,11 @@ class Index:
     def sync_to_read(self, show_progress: bool = True) -> indexer.SyncReport | None:
         """Sync before answering, unless another process is updating the index: then wait
         READ_WAIT_SECONDS at most and answer from the index as it is (None, after one
-        notice on stderr), since a search needs no writer lock."""
+        notice on stderr), since a search needs no writer lock. A read-only index folder
+        is not synced at all (one notice)."""
+        if self.read_only:
+            console.warning("the index folder is read-only: searching it as it is")
+            return None
         try:
             return self._sync(False, show_progress, READ_WAIT_SECONDS, on_wait=None)
         except indexer.IndexBusy as exc:
@@ -246,7 +263,7 @@ class Index:
             "index_dir": str(self.settings.index_dir),
             "last_sync": None,
         }
-        if not (self.settings.index_dir / "manifest.sqlite3").exists():
+        if not (self.settings.index_dir / manifest_file.MANIFEST).exists():
             return stats  # nothing indexed yet; do not create an index just to say so
         self.follow()
         m = self.manifest

@@ -294,7 +294,15 @@ def _enable_history(path: Path) -> None:
         if path.exists():
             readline.read_history_file(path)
         readline.set_history_length(1000)
-        atexit.register(readline.write_history_file, path)
+        atexit.register(_save_history, readline, path)
+    except OSError:
+        pass
+
+
+def _save_history(readline, path: Path) -> None:
+    """At exit; an index folder that cannot be written (read-only) keeps no history."""
+    try:
+        readline.write_history_file(path)
     except OSError:
         pass
 

@@ -6,12 +6,19 @@ text query would make Chroma download its own model), telemetry is off, distance
 cosine. A file's chunks are replaced as a unit. Chroma errors become AskmdError here:
 `Damaged` when the local collection cannot be read back, which the sync repairs by moving
 the folder aside (`set_aside`) and rebuilding, and `DiskFull` when the disk is full.
+
+Chroma cannot open a folder it may not write to, even to read ("attempt to write a
+readonly database"), so a read-only index is searched through a private copy of its
+Chroma folder in a temporary folder, deleted when the process ends.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
+import os
 import shutil
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -62,12 +69,20 @@ def chunk_metadata(chunk: Chunk, md5: str, tags: Sequence[str], text_hash: str) 
 
 
 class Store:
-    def __init__(self, index_dir: Path, chroma_url: str = "", collection: str = "askmd"):
+    def __init__(
+        self,
+        index_dir: Path,
+        chroma_url: str = "",
+        collection: str = "askmd",
+        read_only: bool = False,
+    ):
         self.index_dir = index_dir
         self.chroma_url = chroma_url
         self.name = collection
+        self.read_only = read_only  # a local folder that is read through a copy
         self._client = None
         self._collection = None
+        self._copy: Path | None = None
 
     @property
     def where(self) -> str:
@@ -92,12 +107,43 @@ class Store:
                     self._client.heartbeat()
                 else:
                     self._client = chromadb.PersistentClient(
-                        path=str(self.index_dir / "chroma"), settings=settings
+                        path=str(self._local_folder()), settings=settings
                     )
             except Exception as exc:  # noqa: BLE001 - every failure here means one thing
                 self._client = None
                 raise self._failure(exc) from None
         return self._client
+
+    def _local_folder(self) -> Path:
+        """The Chroma folder to open: the index's own, or for a read-only index a fresh
+        copy of it (taken at each connect, so a reopen sees what the folder's owner wrote
+        since)."""
+        folder = self.index_dir / "chroma"
+        if not self.read_only:
+            return folder
+        self._drop_copy()
+        self._copy = Path(tempfile.mkdtemp(prefix="askmd-readonly-")) / "chroma"
+        atexit.register(_remove, self._copy.parent)
+        try:
+            if folder.is_dir():
+                shutil.copytree(folder, self._copy, copy_function=shutil.copyfile)
+                _make_writable(self._copy)  # copytree copies the folders' modes
+        except OSError as exc:
+            if disk_full(exc):
+                raise DiskFull(
+                    "the index folder is read-only and there is no room in "
+                    f"{tempfile.gettempdir()} for the copy that is searched: free some space"
+                ) from None
+            raise AskmdError(
+                f"the index folder is read-only and its Chroma folder {folder} cannot be "
+                f"copied to be searched ({exc.strerror or exc})"
+            ) from None
+        return self._copy
+
+    def _drop_copy(self) -> None:
+        if self._copy is not None:
+            _remove(self._copy.parent)
+            self._copy = None
 
     def open(self, meta: dict[str, str | int]) -> dict:
         """Open (creating if needed) the collection; return the metadata it was created with."""
@@ -320,6 +366,23 @@ class Store:
                 cause=first,
             )
         return AskmdError(_explain(self.where, exc))
+
+
+def _make_writable(folder: Path) -> None:
+    for place, _, files in os.walk(folder):
+        os.chmod(place, 0o700)
+        for name in files:
+            os.chmod(os.path.join(place, name), 0o600)
+
+
+def _remove(folder: Path) -> None:
+    """Delete a copy of a read-only index, even one whose copying stopped half-way with
+    folders still read-only."""
+    try:
+        _make_writable(folder)
+    except OSError:
+        pass
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _looks_damaged(exc: BaseException) -> bool:
