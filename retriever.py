@@ -132,10 +132,17 @@ def search(
         return _hits(_fetch(store, known, [(c, v / best) for c, v in keyword], k), k)
     alpha = dense_share(query, embedder.id)
     fused = {c: alpha * v for c, v in _scaled(dense)}
-    for c, v in _scaled(keyword):
+    by_keyword = dict(_scaled(keyword))
+    for c, v in by_keyword.items():
         fused[c] = fused.get(c, 0.0) + (1 - alpha) * v
     top = (alpha * bool(dense) + (1 - alpha) * bool(keyword)) or 1.0
-    ranked = sorted(((c, v / top) for c, v in fused.items()), key=lambda item: -item[1])
+    # Ties go to keyword evidence: min-max gives the best dense candidate 1.0 however
+    # weak it is, so the one chunk holding a rare query word (1.0 by keyword, outside the
+    # dense pool) ties with it; a dense list of look-alikes ties with itself throughout.
+    ranked = sorted(
+        ((c, v / top) for c, v in fused.items()),
+        key=lambda item: (-item[1], -by_keyword.get(item[0], 0.0)),
+    )
     return _hits(_fetch(store, known, ranked, k), k)
 
 

@@ -778,3 +778,77 @@ def cross(tmp_path_factory):
 def test_a_question_finds_a_note_in_the_other_language(cross, query, note) -> None:
     assert cross.embedder.id == "local:use-multilingual-v3"
     assert cross.search(query, 1, mode="hybrid")[0].source == note
+
+
+# --------------------------------------------------------------------------------------
+# A query term that occurs in few chunks is strong evidence, whatever dense search thinks.
+# --------------------------------------------------------------------------------------
+
+TOPICS = (
+    "garden irrigation", "bicycle maintenance", "tax deadlines", "coffee brewing",
+    "office printers", "train timetables", "password policy", "meeting rooms",
+    "laptop batteries", "holiday requests", "kitchen rota", "parking permits",
+    "team offsite", "backup tapes", "expense reports", "fire drills", "visitor badges",
+    "shipping labels", "invoice numbering", "desk booking",
+)  # fmt: skip
+
+
+def _rule_note(topic: str, n: int) -> str:
+    """A plausible note about a workplace rule, different enough from its neighbours."""
+    lines = [f"# {topic.title()}\n"]
+    for i in range(n):
+        lines.append(
+            f"Rule {i + 1} for {topic}: ask the {topic} owner before changing anything, write "
+            f"down what you changed in the {topic} log, and check the rule again next month.\n"
+        )
+    return "\n".join(lines)
+
+
+@pytest.fixture(scope="module")
+def rules(tmp_path_factory, embedder) -> rag.Index:
+    """40 notes about rules; one long one ends with a sentence holding a made-up word."""
+    files = {
+        f"rules/{t.replace(' ', '-')}-{j}.md": _rule_note(t, 3) for j in (1, 2) for t in TOPICS
+    }
+    files["rules/handbook.md"] = (
+        _rule_note("general conduct", 40)
+        + "\nThe quokka0marmalade rule applies on Tuesdays.\n"
+        + "\nThe gateway answers ERR-7731 when a request has no session.\n"
+    )
+    return build_index(tmp_path_factory.mktemp("rules"), files, embedder)
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["quokka0marmalade rule", "quokka0marmalade", "when does the quokka0marmalade rule apply",
+     "ERR-7731", "what does ERR-7731 mean"],
+)  # fmt: skip
+def test_a_rare_word_finds_its_note_first_in_a_folder_of_look_alikes(rules, query) -> None:
+    keyword = rules.search(query, 5, mode="keyword")
+    assert keyword[0].source == "rules/handbook.md"  # the premise: BM25 knows
+    hits = rules.search(query, 5)
+    assert hits[0].source == "rules/handbook.md", sources(hits)
+
+
+def test_a_unique_word_beats_hundreds_of_identical_notes(tmp_path, embedder) -> None:
+    """Copies of one note all sit a little closer to a made-up word than the long note
+    holding it, so they fill the dense pool; min-max scaling made them tie with it."""
+    same = (
+        "Please remember that the weekly status report goes to the whole team every Friday "
+        "afternoon, and late reports are summarised on Monday.\n"
+    )
+    files = {f"copies/{i:04}.md": same for i in range(400)}
+    files["copies/odd.md"] = (
+        _rule_note("general conduct", 12) + "\nThe quokka0marmalade rule applies on Tuesdays.\n"
+    )
+    index = build_index(tmp_path, files, embedder)
+    try:
+        dense = sources(index.search("quokka0marmalade", 50, mode="dense"))
+        hits = index.search("quokka0marmalade", 50)
+    finally:
+        index.manifest.close()
+    assert "copies/odd.md" not in dense  # the premise: dense search alone misses it
+    # A tie on the blend (the best dense look-alike gets 1.0 by min-max) goes to the
+    # chunk with the keyword evidence: first, and never below a chunk with none.
+    assert hits[0].source == "copies/odd.md", sources(hits)[:3]
+    assert hits[0].score >= hits[1].score
