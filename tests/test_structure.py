@@ -1,0 +1,92 @@
+"""The core is silent: only the interfaces talk to the terminal.
+
+An MCP server speaks its protocol over stdout, where one stray byte breaks it, and a
+watcher runs beside a REPL that is streaming an answer. So everything below the
+interfaces reports through what its caller passes in (a progress object, a `show`
+function), never by importing console.py or printing.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from pipeline import Index
+from settings import load_settings
+from tests.conftest import ROOT, write_notes
+
+# The modules that face a user and may print; everything else is the core.
+INTERFACES = {"rag", "console", "server", "api", "mcp_server"}
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module a file imports, at the top or inside a function."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def printing_calls(path: Path) -> list[int]:
+    """Lines that call print() or write to sys.stdout directly."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id == "print":
+            lines.append(node.lineno)
+        elif isinstance(func, ast.Attribute) and "sys.stdout" in ast.unparse(func):
+            lines.append(node.lineno)
+    return lines
+
+
+CORE = sorted(p for p in ROOT.glob("*.py") if p.stem not in INTERFACES)
+
+
+def test_the_core_is_more_than_a_few_modules() -> None:
+    assert {"pipeline", "indexer", "answer", "syncing"} <= {p.stem for p in CORE}
+
+
+@pytest.mark.parametrize("path", CORE, ids=lambda p: p.stem)
+def test_no_core_module_imports_console(path: Path) -> None:
+    assert "console" not in imported_modules(path)
+
+
+@pytest.mark.parametrize("path", CORE, ids=lambda p: p.stem)
+def test_no_core_module_prints(path: Path) -> None:
+    assert printing_calls(path) == []
+
+
+def test_a_sync_search_and_ask_write_nothing_to_stdout(tmp_path: Path, capfd) -> None:
+    """Run in-process, the way an MCP server would, with the file descriptors captured
+    (so a C library writing to fd 1 counts too)."""
+    knowledge = write_notes(
+        tmp_path / "kb",
+        {
+            "ops/ports.md": "# Ports\n\nThe API listens on port 8088 behind the proxy.\n",
+            "ops/keys.md": "# Keys\n\nRotate the S3 keys every ninety days.\n",
+        },
+    )
+    settings = load_settings(
+        environ={},
+        dotenv_path=None,
+        overrides={"knowledge_dir": knowledge, "index_dir": tmp_path / "ix"},
+    )
+    index = Index(settings)
+    capfd.readouterr()
+    report = index.sync()
+    (knowledge / "ops" / "ports.md").write_text("# Ports\n\nThe API uses port 9090.\n")
+    index.sync(paths=["ops/ports.md"])
+    hits = index.search("which port does the API use", 3)
+    result = index.ask("which port does the API use?", [], 3)
+    out, _ = capfd.readouterr()
+    assert report.files_added == 2
+    assert hits and hits[0].source == "ops/ports.md"
+    assert "9090" in result.text
+    assert out == ""
