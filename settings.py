@@ -36,6 +36,8 @@ class Settings:
     include: tuple[str, ...] = ("*.md", "*.markdown")
     exclude: tuple[str, ...] = ()
     max_file_mb: float = 10.0
+    watch: bool = True  # keep the index live while the REPL or serve runs
+    watch_poll: float = 0.0  # > 0: poll the folder every this many seconds, not inotify
     embedding_backend: str = "local"
     embedding_model: str = ""
     embed_threads: int = 0
@@ -86,6 +88,15 @@ DOCS: dict[str, tuple[str, str]] = {
     "include": ("ASKMD_INCLUDE", "comma-separated globs of files to read"),
     "exclude": ("ASKMD_EXCLUDE", "comma-separated globs of files or folders to skip"),
     "max_file_mb": ("ASKMD_MAX_FILE_MB", "files larger than this many MB are skipped"),
+    "watch": (
+        "ASKMD_WATCH",
+        "1: the REPL and serve pick up notes saved on disk within a second; 0: only on sync",
+    ),
+    "watch_poll": (
+        "ASKMD_WATCH_POLL",
+        "seconds between scans when watching by polling (network drives); 0: change "
+        "notifications, polling every 2 s only where they are unavailable",
+    ),
     "embedding_backend": (
         "ASKMD_EMBEDDING_BACKEND",
         "local (bundled MiniLM, offline) or openai (any OpenAI-compatible /v1/embeddings)",
@@ -206,6 +217,8 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "include": _globs,
     "exclude": _globs,
     "max_file_mb": _number,
+    "watch": _flag,
+    "watch_poll": _number,
     "llm_model": _text,
     "llm_temperature": _number,
     "llm_max_tokens": _whole,
@@ -344,6 +357,8 @@ def _validate(s: Settings, origin: dict[str, str], need_knowledge_dir: bool) -> 
         )
     if not s.max_file_mb > 0:
         problems.append(f"{where('max_file_mb')}: the size limit must be above 0")
+    if s.watch_poll < 0:
+        problems.append(f"{where('watch_poll')}: the interval cannot be negative (0 = notify)")
     if need_knowledge_dir and not s.knowledge_dir.is_dir():
         exists = s.knowledge_dir.exists()
         what = "is not a folder" if exists else "does not exist"
