@@ -25,7 +25,7 @@ import chunker
 import notes
 import terms
 from errors import Busy, Damaged
-from manifest import ChunkRow, FileRecord, Manifest, now, prepare_index_dir
+from manifest import ChunkRow, FileRecord, Manifest, chunk_row, now, prepare_index_dir
 from settings import Settings
 from store import Store, chunk_metadata
 
@@ -504,11 +504,15 @@ def _store_group(w: _Writer, group: list[tuple[str, notes.Note, list[chunker.Chu
         progress.advance(chunks=len(part))
     progress.advance(chunks=len(chunks) - len(missing))
     tags = {source: note.tags for source, note, _ in group}
+    aliases = {source: note.aliases for source, note, _ in group}
     md5s = {source: note.md5 for source, note, _ in group}
     records = []
     by_source: dict[str, list[ChunkRow]] = {}
     for c, h, text in zip(chunks, hashes, texts, strict=True):
-        by_source.setdefault(c.source, []).append(ChunkRow(c.id, h, terms.content_terms(text)))
+        row = chunk_row(
+            c.id, h, text, title=c.title, aliases=aliases[c.source], chain=c.heading_chain
+        )
+        by_source.setdefault(c.source, []).append(row)
     for source, note, cs in group:
         state = w.current[source]
         rec = FileRecord(source, note.md5, state.size, state.mtime_ns, len(cs))

@@ -22,13 +22,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from errors import AskmdError
-from terms import is_cjk_term
+from terms import content_terms, is_cjk_term
 
 if TYPE_CHECKING:  # numpy loads only when the embedding cache is used
     import numpy as np
 
 BM25_K1 = 1.2  # term-frequency saturation
 BM25_B = 0.75  # length normalisation
+# BM25F: a query term in the note's title, its front matter aliases or the chunk's heading
+# chain counts this many extra times on top of the chunk's text, unnormalised by length
+# since these fields are short. Measured on the English paraphrase set (bench/field_bench.py,
+# BENCHMARKS.md): the text already holds title and chain once, and any extra weight on them
+# (0.5 to 2) lost more first places than it won; a small weight on aliases, the names a
+# note goes by that its text may never use, won on every measure.
+FIELD_WEIGHTS = (0.0, 0.25, 0.0)  # (title, aliases, headings)
+FIELDS = ("title_tf", "alias_tf", "heading_tf")  # their postings columns, in that order
 MANIFEST = "manifest.sqlite3"  # its file name in the index folder
 
 
@@ -48,7 +56,9 @@ CREATE TABLE IF NOT EXISTS documents (
 );
 CREATE INDEX IF NOT EXISTS documents_by_source ON documents (source);
 CREATE TABLE IF NOT EXISTS postings (
-    term TEXT NOT NULL, doc INTEGER NOT NULL, tf INTEGER NOT NULL, PRIMARY KEY (term, doc)
+    term TEXT NOT NULL, doc INTEGER NOT NULL, tf INTEGER NOT NULL,
+    title_tf INTEGER NOT NULL DEFAULT 0, alias_tf INTEGER NOT NULL DEFAULT 0,
+    heading_tf INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (term, doc)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS postings_by_doc ON postings (doc);
 CREATE TABLE IF NOT EXISTS embeddings (
@@ -80,6 +90,34 @@ class ChunkRow:
     id: str
     text_hash: str
     terms: list[str]  # search terms of the chunk's embedded text (title and chain included)
+    # Search terms of the fields ranked on their own (FIELD_WEIGHTS): title, aliases, headings.
+    fields: tuple[list[str], list[str], list[str]] = ([], [], [])
+
+
+def chunk_row(
+    chunk_id: str, text_hash: str, text: str, *, title: str, aliases: Iterable[str],
+    chain: Iterable[str],
+) -> ChunkRow:  # fmt: skip
+    """A chunk's keyword record: the terms of its text, and those of its note's title and
+    aliases and of its heading chain (the title left out of it when it heads the chain)."""
+    headings = [h for h in chain if h != title]
+    return ChunkRow(
+        chunk_id,
+        text_hash,
+        content_terms(text),
+        (
+            content_terms(title),
+            content_terms(" ; ".join(aliases)),
+            content_terms(" ; ".join(headings)),
+        ),
+    )
+
+
+def _postings(doc: int, row: ChunkRow) -> list[tuple[str, int, int, int, int, int]]:
+    """(term, doc, tf, title_tf, alias_tf, heading_tf) for every term of the chunk."""
+    counts = [Counter(row.terms), *(Counter(f) for f in row.fields)]
+    keys = dict.fromkeys(t for c in counts for t in c)
+    return [(t, doc, *(c[t] for c in counts)) for t in keys]
 
 
 def prepare_index_dir(index_dir: Path) -> None:
@@ -120,6 +158,7 @@ class Manifest:
         """With `read_only` the file is only read (a folder nobody may write to): no WAL
         switch, no schema update; every method that writes then fails."""
         self.read_only = read_only
+        self._fields: bool | None = None  # whether postings have field counts, once known
         if read_only:
             self.db = _open_read_only(path)
             return
@@ -130,6 +169,7 @@ class Manifest:
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(_SCHEMA)
             self._add_script_column()
+            self._add_field_columns()
         except sqlite3.Error as exc:
             raise AskmdError(
                 f"the index manifest {path} cannot be opened ({exc}). Delete the index "
@@ -212,11 +252,11 @@ class Manifest:
                         "INSERT INTO documents (chunk, source, length, cjk) VALUES (?, ?, ?, ?)",
                         (row.id, rec.source, len(row.terms), int(cjk)),
                     ).lastrowid
-                    postings.extend((term, doc, tf) for term, tf in Counter(row.terms).items())
+                    postings.extend(_postings(doc, row))
             # In key order, so SQLite appends to its B-tree pages instead of splitting them
             # at random: about 3x faster for a group of a few hundred chunks.
             postings.sort()
-            self.db.executemany("INSERT INTO postings VALUES (?, ?, ?)", postings)
+            self.db.executemany("INSERT INTO postings VALUES (?, ?, ?, ?, ?, ?)", postings)
             self._bump()
 
     def _drop(self, source: str) -> None:
@@ -257,7 +297,11 @@ class Manifest:
     # --- keyword search ---------------------------------------------------------------
 
     def keyword(
-        self, terms: list[str], limit: int, cjk: bool | None = None
+        self,
+        terms: list[str],
+        limit: int,
+        cjk: bool | None = None,
+        weights: tuple[float, float, float] | None = None,
     ) -> list[tuple[str, float]]:
         """BM25 (BM25_K1, BM25_B) of the indexed chunks for these terms: (chunk id, score),
         best first. SQLite reads only the postings of the query's terms, so nothing has to
@@ -289,23 +333,51 @@ class Manifest:
                 unique,
             )
         )
-        weights = [
+        idfs = [
             (t, math.log(1 + (count - min(n, count) + 0.5) / (min(n, count) + 0.5)))
             for t, n in frequency.items()
         ]
-        if not weights:
+        if not idfs:
             return []
-        values = ",".join("(?, ?)" for _ in weights)
+        values = ",".join("(?, ?)" for _ in idfs)
+        # BM25F with one saturation: x is the term's length-normalised count in the text
+        # plus its weighted counts in the short fields; with no field weight this is BM25.
+        fields = " ".join(f"+ ? * p.{f}" if self._has_fields() else "+ ? * 0" for f in FIELDS)
         rows = self.db.execute(
-            f"WITH q(term, idf) AS (VALUES {values}) "
-            "SELECT d.chunk, SUM(q.idf * p.tf * (? + 1) / "
-            "(p.tf + ? * (1 - ? + ? * d.length / ?))) AS score "
-            "FROM q JOIN postings p ON p.term = q.term JOIN documents d ON d.doc = p.doc "
-            "GROUP BY p.doc ORDER BY score DESC LIMIT ?",
-            [x for pair in weights for x in pair]
-            + [BM25_K1, BM25_K1, BM25_B, BM25_B, max(average, 1.0), limit],
+            f"WITH q(term, idf) AS (VALUES {values}), "
+            "s(doc, idf, x) AS (SELECT p.doc, q.idf, "
+            f"p.tf / (1 - ? + ? * d.length / ?) {fields} "
+            "FROM q JOIN postings p ON p.term = q.term JOIN documents d ON d.doc = p.doc) "
+            "SELECT d.chunk, SUM(s.idf * s.x * (? + 1) / (s.x + ?)) AS score "
+            "FROM s JOIN documents d ON d.doc = s.doc "
+            "GROUP BY s.doc HAVING score > 0 ORDER BY score DESC LIMIT ?",
+            [x for pair in idfs for x in pair]
+            + [BM25_B, BM25_B, max(average, 1.0), *(weights or FIELD_WEIGHTS)]
+            + [BM25_K1, BM25_K1, limit],
         )
         return [(chunk, float(score)) for chunk, score in rows]
+
+    def _has_fields(self) -> bool:
+        """Whether the postings hold field counts (a read-only index from older code may not)."""
+        if self._fields is None:
+            columns = {row[1] for row in self.db.execute("PRAGMA table_info(postings)")}
+            self._fields = set(FIELDS) <= columns
+        return self._fields
+
+    def _add_field_columns(self) -> None:
+        """Indexes made before postings had field counts get the columns, empty; their
+        fingerprint (terms.VERSION) differs, so the next sync re-records every file."""
+        if self._has_fields():
+            return
+        with self._transaction():
+            self._fields = None
+            if self._has_fields():  # another process upgraded it while we waited
+                return
+            for column in FIELDS:
+                self.db.execute(
+                    f"ALTER TABLE postings ADD COLUMN {column} INTEGER NOT NULL DEFAULT 0"
+                )
+        self._fields = True
 
     def cjk_share(self) -> float:
         """The share of the indexed search terms that are CJK (0.0: none, 1.0: all)."""

@@ -27,6 +27,7 @@ class Note:
     md5: str  # of the file's bytes
     title: str | None = None  # from front matter
     tags: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()  # other names of the note, from front matter `aliases`
     warnings: tuple[str, ...] = ()  # problems that did not stop the file from being read
 
 
@@ -198,6 +199,7 @@ def parse(data: bytes, source: str) -> Note:
         md5=md5,
         title=str(title).strip() or None if title is not None else None,
         tags=_tags(meta.get("tags")),
+        aliases=_aliases(meta.get("aliases")),
         warnings=(warning,) if warning else (),
     )
 
@@ -246,6 +248,12 @@ def split_front_matter(text: str) -> tuple[dict, str, int, str | None]:
     if not isinstance(meta, dict):
         return {}, text, 1, None
     return meta, "\n".join(lines[end + 1 :]), end + 2, None
+
+
+def _aliases(value: object) -> tuple[str, ...]:
+    """Front matter `aliases`: a list, or one name (not split at commas: names hold them)."""
+    items = value if isinstance(value, (list, tuple)) else [] if value is None else [value]
+    return tuple(dict.fromkeys(str(v).strip() for v in items if v is not None and str(v).strip()))
 
 
 def _tags(value: object) -> tuple[str, ...]:

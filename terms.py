@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-VERSION = "1"  # bump when terms change, so keyword indexes built by older code rebuild
+VERSION = "2"  # bump when terms, or the keyword fields stored, change: older indexes rebuild
 
 # One token: a run of CJK ideographs/kana/hangul, or a Latin/digit word that may carry
 # inner joiners (-, _, ., /, :) as identifiers, paths and versions do.
