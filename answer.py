@@ -98,6 +98,7 @@ class Answer:
     hits: list[Hit] = field(default_factory=list)
     retrieval_ms: float = 0.0
     generation_ms: float = 0.0
+    rerank_ms: float | None = None  # the second look at the passages; None: none was taken
     llm_error: str | None = None  # why the LLM gave no answer, when it failed: then extractive
     cancelled: bool = False  # Ctrl-C while it streamed: `text` is what had come, checked
 
@@ -111,6 +112,7 @@ class Answer:
             "references": [r.to_json() for r in self.references],
             "retrieval_ms": round(self.retrieval_ms, 1),
             "generation_ms": round(self.generation_ms, 1),
+            "rerank_ms": None if self.rerank_ms is None else round(self.rerank_ms, 1),
             "query": self.query,
             "llm_error": self.llm_error,
         }
@@ -125,8 +127,12 @@ def ask(
     search: Callable[[str], list[Hit]],
     chat: Chat | None,
     show: Callable[[Generator[str, None, None]], str] | None = None,
+    rerank: Callable[[str, list[Hit]], list[Hit]] | None = None,
 ) -> Answer:
-    """Rewrite, retrieve, generate (or extract), check. `show` displays the stream.
+    """Rewrite, retrieve, (rerank), generate (or extract), check. `show` displays the stream.
+
+    `rerank`, when given, reorders the passages found for the query searched and keeps
+    the ones to answer from; its time is rerank_ms, apart from retrieval and generation.
 
     When the model fails (a dead server, a refused key) the answer falls back to the
     extractive one over the same passages, and `llm_error` says why in one line.
@@ -150,8 +156,14 @@ def ask(
     except LLMFailed as exc:  # the rewrite failed: search without the model
         llm_error, chat = first_line(exc), None
         query, hits = resolve(question, history, timed_search, None)
+    reranked_ms = None
+    if rerank is not None and hits:
+        began = time.perf_counter()
+        hits = rerank(query, hits)
+        reranked_ms = (time.perf_counter() - began) * 1000
     result = Answer(question, query, "llm" if chat else "extractive", hits=hits)
     result.retrieval_ms = sum(searched_ms)
+    result.rerank_ms = reranked_ms
     if not hits:
         result.text = NOTHING_FOUND
     elif chat is not None:
@@ -164,7 +176,9 @@ def ask(
         result.citations = [r.n for r in result.references]
         result.invalid_citations = []
     result.llm_error = llm_error
-    result.generation_ms = (time.perf_counter() - started) * 1000 - result.retrieval_ms
+    result.generation_ms = (
+        (time.perf_counter() - started) * 1000 - result.retrieval_ms - (reranked_ms or 0.0)
+    )
     return result
 
 

@@ -22,6 +22,7 @@ import answer
 import console
 import indexer
 import manifest as manifest_file
+import rerank
 import retriever
 from errors import AskmdError
 from manifest import Manifest
@@ -243,15 +244,29 @@ class Index:
         """Answer one question; on a terminal the reply is shown as it streams, its
         citations checked against the passages of the last search (the one answered from)."""
         found: list[retriever.Hit] = []
+        reranker = rerank.from_settings(self.settings, self.chat)
+        depth = max(k, rerank.DEPTH) if reranker else k  # a reranker reads more, keeps k
 
         def search(query: str) -> list[retriever.Hit]:
-            found[:] = self.search(query, k, filters=filters)
+            found[:] = self.search(query, depth, filters=filters)
+            return list(found)
+
+        def reorder(query: str, hits: list[retriever.Hit]) -> list[retriever.Hit]:
+            assert reranker is not None
+            found[:] = reranker(query, hits)[:k]
             return list(found)
 
         def show(pieces):
             return console.stream_answer(pieces, sources=len(found))
 
-        return answer.ask(question, history, search, self.chat, show=show if stream else None)
+        return answer.ask(
+            question,
+            history,
+            search,
+            self.chat,
+            show=show if stream else None,
+            rerank=reorder if reranker else None,
+        )
 
     def stats(self) -> dict:
         stats = {

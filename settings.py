@@ -57,6 +57,8 @@ class Settings:
     local_context: int = 4096
     api_token: str = field(default="", repr=False)
     follow_symlinks: bool = False
+    rerank: str = ""  # "llm": the chat model reorders the top candidates before answering
+    rerank_model: Path | None = None  # a folder with an ONNX cross-encoder, to rerank with
 
     def __post_init__(self) -> None:
         if self.index_dir is None:
@@ -149,6 +151,14 @@ DOCS: dict[str, tuple[str, str]] = {
         "ASKMD_FOLLOW_SYMLINKS",
         "1: also read notes through symlinks that lead out of the knowledge folder",
     ),
+    "rerank": (
+        "ASKMD_RERANK",
+        "llm: before answering, the chat model reorders the top 20 passages (one short call)",
+    ),
+    "rerank_model": (
+        "ASKMD_RERANK_MODEL",
+        "a folder with an ONNX cross-encoder (model.onnx, tokenizer.json) to rerank with",
+    ),
 }
 
 
@@ -229,6 +239,8 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "local_context": _whole,
     "api_token": _text,
     "follow_symlinks": _flag,
+    "rerank": lambda v: v.strip().lower(),
+    "rerank_model": lambda v: Path(v.strip()).expanduser() if v.strip() else None,
 }
 
 
@@ -345,6 +357,10 @@ def _validate(s: Settings, origin: dict[str, str], need_knowledge_dir: bool) -> 
         problems.append(f"{where('llm_timeout')}: the timeout must be above 0 seconds")
     if s.local_model is not None and not s.local_model.is_file():
         problems.append(f"{where('local_model')}: no such file; give the path of a .gguf model")
+    if s.rerank not in ("", "llm"):
+        problems.append(f"{where('rerank')}: rerank is llm or empty (off)")
+    if s.rerank_model is not None and not s.rerank_model.is_dir():
+        problems.append(f"{where('rerank_model')}: no such folder; give the cross-encoder's")
     if s.local_threads < 0:
         problems.append(f"{where('local_threads')}: threads cannot be negative (0 = automatic)")
     if not 256 <= s.local_context <= 1_048_576:

@@ -85,6 +85,7 @@ ASK_JSON_FIELDS = [
     "references",
     "retrieval_ms",
     "generation_ms",
+    "rerank_ms",
     "query",
     "llm_error",
 ]
