@@ -135,6 +135,7 @@ class Watcher:
         max_wait_ms: int = MAX_WAIT_MS,
         poll_seconds: float | None = None,
         notify: Callable[..., Any] = RustNotify,
+        on_ready: Callable[[], None] | None = None,
     ):
         self.index = index
         self.settings = index.settings
@@ -160,6 +161,7 @@ class Watcher:
         self._pending: set[str] = set()  # paths seen changing, not yet applied
         self._full = False  # events may have been missed: sync everything
         self.ready = threading.Event()  # set once watching and the first sync is done
+        self.on_ready = on_ready or (lambda: None)
 
     # -- running ---------------------------------------------------------------------------
 
@@ -194,7 +196,9 @@ class Watcher:
             try:
                 if self._known is None:
                     self.prime()
-                self.ready.set()
+                if not self.ready.is_set():
+                    self.ready.set()
+                    self.on_ready()
                 self._watch(backend)
                 return
             except RuntimeError as exc:
@@ -277,16 +281,22 @@ class Watcher:
     # -- applying --------------------------------------------------------------------------
 
     def prime(self):
-        """The first sync: catch up with what changed while nobody watched. Returns its
-        report; the notes it cannot read are not repeated by later changes."""
+        """The first sync: catch up with what changed while nobody watched (reported as a
+        change). Returns its report; the notes it cannot read then are not said again by
+        later changes: whoever started the watcher has shown that sync already."""
+        self._known = self._snapshot()
+        started = time.perf_counter()
         try:
             report = self._sync(None)
         except AskmdError as exc:  # busy, or broken: tried again by the loop, said once
             self._note(f"could not update the index: {first_line(exc)}")
-            self._full, report = True, None
-        else:
-            self._said = _unread(report)
-        self._known = self._snapshot()
+            self._full = True
+            return None
+        self._said = _unread(report)
+        change = self._change(report, None, time.perf_counter() - started)
+        change.errors = []
+        if change.notes:
+            self._report(change)
         return report
 
     def _apply(self, paths: set[str] | None) -> bool:
@@ -306,10 +316,13 @@ class Watcher:
         self.syncs += 1
         change = self._change(report, paths, time.perf_counter() - started)
         if change.notes or change.errors:
-            with self._updated_lock:
-                self._updated.update(change.added + change.changed + change.deleted)
-            self.on_change(change)
+            self._report(change)
         return True
+
+    def _report(self, change: Change) -> None:
+        with self._updated_lock:
+            self._updated.update(change.added + change.changed + change.deleted)
+        self.on_change(change)
 
     def _sync(self, paths: set[str] | None):
         """One sync through the index's single door for writes, limited to `paths`."""

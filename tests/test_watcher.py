@@ -3,8 +3,13 @@ index: what a user does to a folder of notes, and what reaches the index, how of
 
 from __future__ import annotations
 
+import json
 import os
 import queue
+import signal
+import subprocess
+import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +19,7 @@ from watchfiles._rust_notify import RustNotify
 
 from pipeline import Index
 from settings import Settings
-from tests.conftest import NOTES, write_notes
+from tests.conftest import NOTES, ROOT, clean_env, write_notes
 from watcher import POLL_SECONDS, Change, Watcher
 
 WAIT = 20.0  # the longest a change may take to arrive on a busy machine
@@ -43,6 +48,7 @@ class Live:
 def watching(tmp_path: Path, notes=NOTES, **kwargs) -> Live:
     kb = write_notes(tmp_path / "kb", notes)
     index = Index(Settings(knowledge_dir=kb, index_dir=tmp_path / "ix", exclude=("drafts",)))
+    index.sync()  # as the REPL and serve do before they watch
     live = Live(kb, index, None)  # type: ignore[arg-type]
     live.watcher = Watcher(index, live.changes.put, live.notices.append, **kwargs)
     live.watcher.start()
@@ -218,3 +224,35 @@ def test_two_watchers_on_one_index_apply_a_change_once_and_both_report_it(
     finally:
         first.watcher.stop()
         second.watcher.stop()
+
+
+def test_two_watching_processes_on_one_index_embed_a_change_once(tmp_path: Path) -> None:
+    """`rag.py watch --json` twice over one index (as a REPL and a server would be)."""
+    kb = write_notes(tmp_path / "kb", NOTES)
+    command = [sys.executable, str(ROOT / "rag.py"), "--knowledge", str(kb)]
+    command += ["--index-dir", str(tmp_path / "ix"), "watch", "--json"]
+    procs = []
+    try:
+        for _ in range(2):  # one after the other: the second waits for the first's sync
+            proc = subprocess.Popen(
+                command, cwd=tmp_path, env=clean_env(), stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True,
+            )  # fmt: skip
+            procs.append(proc)
+            for line in proc.stderr:  # the first sync is done, the notifications are on
+                if line.startswith("watching "):
+                    break
+        lines = [queue.Queue(), queue.Queue()]
+        for proc, out in zip(procs, lines, strict=True):
+            threading.Thread(target=lambda p=proc, q=out: [q.put(x) for x in p.stdout]).start()
+        (kb / "tea.md").write_text("# Tea\n\nSteep oolong for three minutes.\n")
+        one, two = (json.loads(q.get(timeout=WAIT)) for q in lines)
+        assert list(one) == ["time", "added", "changed", "deleted", "chunks_embedded",
+                             "seconds", "errors"]  # fmt: skip
+        assert one["added"] == two["added"] == ["tea.md"]
+        assert one["chunks_embedded"] + two["chunks_embedded"] == 1
+    finally:
+        for proc in procs:
+            proc.send_signal(signal.SIGINT)
+        for proc in procs:
+            assert proc.wait(10) == 0
