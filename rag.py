@@ -191,6 +191,40 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     return server.serve(settings, args.host, args.port)
 
 
+def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
+    """Keep the index in step with the folder, in the foreground: one line per applied
+    change (with --json, one JSON object per line), until Ctrl-C."""
+    import json
+
+    from watcher import Watcher
+
+    index = Index(settings)
+    with _kept_on_ctrl_c(index):
+        report = index.sync(progress=console.SyncProgress(), on_wait=console.warning)
+    if not args.json:
+        show_sync(index, report)
+
+    def changed(change) -> None:
+        if args.json:
+            sys.stdout.write(json.dumps(change.to_json()) + "\n")
+        else:
+            sys.stdout.write(f"{change.time[11:]} {change.line()}\n")
+        sys.stdout.flush()
+
+    folder = settings.knowledge_dir.resolve()
+
+    def ready() -> None:
+        sys.stderr.write(f"watching {folder}/ — Ctrl-C to stop\n")
+        sys.stderr.flush()
+
+    watcher = Watcher(index, changed, console.warning, on_ready=ready)
+    try:
+        watcher.run()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
 REPL_HELP = """\
 Type a question, or a command:
   /debug QUESTION   show the retrieved chunks with their scores (no LLM)
@@ -425,6 +459,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--port", type=int, default=8000, help="port (8000); 0 picks a free one and prints it"
     )
     serve.set_defaults(run=cmd_serve)
+
+    watch = commands.add_parser(
+        "watch",
+        help="keep the index in step with the notes as they are saved, in the foreground",
+        description="Sync the index, then apply every change saved to the notes within a "
+        "second (inotify; polling where it is unavailable or ASKMD_WATCH_POLL is set): one "
+        "line per change, until Ctrl-C.",
+    )
+    watch.add_argument(
+        "--json",
+        action="store_true",
+        help='one JSON object per change: {"time", "added", "changed", "deleted", '
+        '"chunks_embedded", "seconds", "errors"}',
+    )
+    watch.set_defaults(run=cmd_watch)
     return parser
 
 
