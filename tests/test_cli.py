@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -183,6 +184,7 @@ def test_index_search_stats_json(run_rag, kb: Path, embed_server) -> None:
         "embedder": "openai:test-embed",
         "dimension": 16,
         "index_dir": str(kb.parent / "ix"),
+        "knowledge_dir": str(kb.resolve()),
     }
     assert got["last_sync"].startswith("20")
 
@@ -213,7 +215,8 @@ def test_repl_piped_debug_and_quit(run_rag, kb: Path, embed_server) -> None:
     ]
     assert "/debug QUESTION   show the retrieved chunks with their scores" in result.stdout
     assert "guides/ports.md" in result.stdout and "│ 5–7 " in result.stdout
-    assert "files      2" in result.stdout and "chunks     3" in result.stdout
+    assert re.search(r"^files +2$", result.stdout, re.M)
+    assert re.search(r"^chunks +3$", result.stdout, re.M)
 
 
 def test_repl_ends_at_end_of_input(run_rag, kb: Path, embed_server) -> None:

@@ -281,7 +281,7 @@ def test_eval_dense_retriever_verbose_lists_the_miss(run_rag, folder) -> None:
     )
     assert list(shown) == JSON_KEYS[2:]
     assert shown["hit@10"] == shown["recall@10"] == "0.667"
-    assert "1 misses" in result.stdout
+    assert "1 miss\n" in result.stdout
     misses = [line for line in result.stdout.splitlines() if line.startswith("miss ")]
     assert misses == ["miss gone: zorblax quuxification"]
     assert "wanted missing.md" in result.stdout

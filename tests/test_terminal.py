@@ -138,9 +138,19 @@ def repl(tmp_path: Path, kb: Path, built_index: Path, server: OpenAIServer):
 
 def long_answer() -> list[str]:
     """About 3,000 characters of Markdown in 3-character tokens: paragraphs, a list, citations."""
-    paragraph = "The API listens on port 8420 and the metrics are served on 9420 [1]. " * 6
+
+    # Every sentence differs, so the guard against a looping model never cuts it short.
+    def paragraph(part: int) -> str:
+        return " ".join(
+            f"Part {part}, note {i}: the API listens on port {8420 + i} and the metrics on "
+            f"{9420 + i} [1]."
+            for i in range(6)
+        )
+
     items = "".join(f"- step {i}: feed the starter and wait an hour [2]\n" for i in range(12))
-    text = (paragraph.strip() + "\n\n" + items + "\n" + paragraph.strip() + "\n\n") * 2
+    text = "".join(
+        paragraph(2 * n) + "\n\n" + items + "\n" + paragraph(2 * n + 1) + "\n\n" for n in range(2)
+    )
     text += "Done [1]."
     return [text[i : i + 3] for i in range(0, len(text), 3)]
 

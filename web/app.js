@@ -173,7 +173,9 @@ function showDone(turn, result) {
   if (result.mode === "llm" && turn.hits.length && !result.citations.length) {
     notes.push("The answer cites none of the sources; check it against the retrieved chunks.");
   }
-  if (result.mode === "extractive" && turn.hits.length) {
+  if (result.llm_error) {
+    notes.push(`${result.llm_error} Quoting your notes instead.`);
+  } else if (result.mode === "extractive" && turn.hits.length) {
     notes.push("No LLM is configured, so these are sentences quoted from your notes.");
   }
   turn.notice.textContent = notes.join(" ");
