@@ -246,9 +246,10 @@ class Index:
         found: list[retriever.Hit] = []
         reranker = rerank.from_settings(self.settings, self.chat)
         depth = max(k, rerank.DEPTH) if reranker else k  # a reranker reads more, keeps k
+        restate = rerank.search_rewrite(self.settings, self.chat)
 
         def search(query: str) -> list[retriever.Hit]:
-            found[:] = self.search(query, depth, filters=filters)
+            found[:] = self.search(restate(query) if restate else query, depth, filters=filters)
             return list(found)
 
         def reorder(query: str, hits: list[retriever.Hit]) -> list[retriever.Hit]:

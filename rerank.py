@@ -9,6 +9,8 @@ Two optional rerankers reorder the top DEPTH hits of a search, never by default:
   model.onnx and tokenizer.json) scores each (question, passage) pair; run with
   onnxruntime, which the local embedder already needs.
 Each records how long its last call took (`last_ms`), for `ask --json`'s `rerank_ms`.
+`SearchRewrite`, also optional, has the chat model restate a question in a note's words
+before the search.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 
 DEPTH = 20  # candidates a reranker reads
 PASSAGE_CHARS = 300  # of each passage shown to the LLM: the call stays short
+REWRITE_CHARS = 300  # of a search rewrite kept
 MAX_LENGTH = 256  # tokens of one (question, passage) pair for the cross-encoder
 
 
@@ -59,6 +62,39 @@ class LLMRerank:
         finally:
             self.last_ms = (time.perf_counter() - started) * 1000
         return renumbered(hits, order)
+
+
+class SearchRewrite:
+    """Before searching, the chat model says the question again in the words a note that
+    answers it would use; the search reads both, so no word of the question is lost."""
+
+    def __init__(self, chat: Chat):
+        self.chat = chat
+        self.last_ms: float | None = None
+        self.error: str | None = None
+
+    def __call__(self, query: str) -> str:
+        started = time.perf_counter()
+        self.error = None
+        try:
+            reply = self.chat.complete(rewrite_messages(query), max_tokens=60)
+        except LLMFailed as exc:
+            self.error, reply = first_line(exc), ""
+        finally:
+            self.last_ms = (time.perf_counter() - started) * 1000
+        words = " ".join(reply.split())[:REWRITE_CHARS]  # a runaway reply is cut
+        return f"{query} {words}" if words else query
+
+
+def rewrite_messages(query: str) -> list[dict]:
+    return [
+        {
+            "role": "system",
+            "content": "Rewrite the user's question as a short search query: the words and "
+            "technical terms a note that answers it would use. Reply with the query only.",
+        },
+        {"role": "user", "content": query},
+    ]
 
 
 def messages(question: str, hits: list[Hit]) -> list[dict]:
@@ -150,6 +186,11 @@ def from_settings(settings: Settings, chat: Chat | None) -> LLMRerank | CrossEnc
     if settings.rerank == "llm" and chat is not None:
         return LLMRerank(chat)
     return None
+
+
+def search_rewrite(settings: Settings, chat: Chat | None) -> SearchRewrite | None:
+    """The rewrite for search the settings ask for (ASKMD_SEARCH_REWRITE=1 and an LLM)."""
+    return SearchRewrite(chat) if settings.search_rewrite and chat is not None else None
 
 
 @lru_cache(maxsize=2)

@@ -59,6 +59,7 @@ class Settings:
     follow_symlinks: bool = False
     rerank: str = ""  # "llm": the chat model reorders the top candidates before answering
     rerank_model: Path | None = None  # a folder with an ONNX cross-encoder, to rerank with
+    search_rewrite: bool = False  # the chat model restates each question before the search
 
     def __post_init__(self) -> None:
         if self.index_dir is None:
@@ -159,6 +160,10 @@ DOCS: dict[str, tuple[str, str]] = {
         "ASKMD_RERANK_MODEL",
         "a folder with an ONNX cross-encoder (model.onnx, tokenizer.json) to rerank with",
     ),
+    "search_rewrite": (
+        "ASKMD_SEARCH_REWRITE",
+        "1: the chat model restates each question in a note's words, searched with it",
+    ),
 }
 
 
@@ -241,6 +246,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "follow_symlinks": _flag,
     "rerank": lambda v: v.strip().lower(),
     "rerank_model": lambda v: Path(v.strip()).expanduser() if v.strip() else None,
+    "search_rewrite": _flag,
 }
 
 

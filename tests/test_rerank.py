@@ -163,3 +163,38 @@ def test_ask_json_reports_a_cross_encoder_rerank(run_rag, kb: Path, stand_in: Pa
     data = ask_json(run_rag, kb, ASKMD_RERANK_MODEL=str(stand_in))
     assert isinstance(data["rerank_ms"], float) and data["rerank_ms"] > 0
     assert data["mode"] == "extractive" and data["references"]
+
+
+def test_search_rewrite_adds_the_models_words_to_the_question(server: OpenAIServer) -> None:
+    seen = replying(server, "  disable suspend\n power settings ")
+    restate = rerank.SearchRewrite(chat_for(server))
+    assert restate("stop the laptop sleeping") == (
+        "stop the laptop sleeping disable suspend power settings"
+    )
+    assert seen[0][-1]["content"] == "stop the laptop sleeping" and restate.last_ms > 0
+
+
+def test_search_rewrite_keeps_the_question_when_the_server_fails(server: OpenAIServer) -> None:
+    server.force(CHAT, 500)
+    restate = rerank.SearchRewrite(chat_for(server))
+    assert restate("stop the laptop sleeping") == "stop the laptop sleeping"
+    assert restate.error
+
+
+def test_ask_searches_with_the_rewrite(run_rag, kb: Path, server: OpenAIServer) -> None:
+    def route(body: dict):
+        if "search query" in body["messages"][0]["content"]:
+            # words only the ports note has: the search must have read them to rank it first
+            return iter([chunk("API listens port 8420 metrics 9420")])
+        return iter([chunk("From the first source [1].")])
+
+    server.routes[CHAT] = route
+    env = {"OPENAI_BASE_URL": server.url, "ASKMD_LLM_MODEL": "test-chat"}
+    done = run_rag(
+        "--knowledge", str(kb), "ask", "Where does the pet nap?", "--json",
+        ASKMD_SEARCH_REWRITE="1", **env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["references"][0]["source"] == "ports.md"
+    assert data["query"] == "Where does the pet nap?" and data["rerank_ms"] is None
