@@ -22,7 +22,7 @@ from errors import LLMFailed, first_line
 from terms import content_terms, has_cjk
 
 if TYPE_CHECKING:
-    from llm import Chat
+    from chat import Chat
     from retriever import Hit
 
 SYSTEM_PROMPT = """\
@@ -53,6 +53,10 @@ ENABLE_GENERATION = (
 NOTHING_FOUND = "Nothing in your notes matches this question."
 MAX_TURNS = 6  # earlier exchanges a follow-up rewrite may look back on
 FRAGMENT_CHARS = 240
+# The longest question or query any interface accepts (the API refuses a longer one), and
+# the longest query askmd itself makes of one: a follow-up read after the previous query,
+# or a model's rewrite of it.
+MAX_QUESTION_CHARS = 4000
 MAX_QUERY_CHARS = 400
 FOLLOW_UP_DEPTH = 3  # merged-search passages that may show a question is a follow-up
 

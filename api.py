@@ -26,13 +26,16 @@ from starlette.exceptions import HTTPException
 import answer
 import folder
 import guard
+import pipeline
 import retriever
 from errors import AskmdError, BadNote, BadRequest, NotFound, first_line
 from pipeline import Index
 from syncing import Syncer
 
 WEB = Path(__file__).resolve().parent / "web"
-MAX_QUERY_CHARS = 4000
+MAX_QUERY_CHARS = answer.MAX_QUESTION_CHARS
+WRITER_WAIT_SECONDS = 300.0  # an ingest behind a long one waits this long, then 409
+LOCK_WAIT_SECONDS = 5.0  # a change waits this long for another process's update, then 409
 MAX_HISTORY = 50  # turns accepted; the last few are used (as in the REPL)
 MAX_TURN_CHARS = 20_000
 
@@ -51,9 +54,7 @@ class FiltersBody(_Body):
     heading_level: int | None = Field(None, ge=1, le=4)
 
     def filters(self) -> retriever.Filters | None:
-        if not self.source and not self.heading_level:
-            return None
-        return retriever.Filters(source=self.source or "", heading_level=self.heading_level or 0)
+        return pipeline.filters(self.source, self.heading_level)
 
 
 class IngestBody(_Body):
@@ -202,7 +203,7 @@ def create_app(index: Index, loopback_only: bool = True) -> FastAPIOffline:
             written = None
             if body.content is not None:
                 written = folder.write(settings, source, body.content)
-            report = syncer.sync()
+            report = index.sync(wait=LOCK_WAIT_SECONDS)
             for skipped in report.files_skipped:
                 if skipped.source == source:
                     raise BadNote(f"{source} is {skipped.reason}")
@@ -217,7 +218,8 @@ def create_app(index: Index, loopback_only: bool = True) -> FastAPIOffline:
                 status = "updated" if before.md5 != after.md5 else "unchanged"
             return {"status": status, "file": source, "chunks": after.chunks}
 
-        return syncer.write(change)
+        with index.writing(queue=WRITER_WAIT_SECONDS, wait=LOCK_WAIT_SECONDS):
+            return change()
 
     @app.delete("/api/v1/documents/{file:path}", tags=["notes"])
     def delete(file: str) -> dict:
@@ -231,7 +233,7 @@ def create_app(index: Index, loopback_only: bool = True) -> FastAPIOffline:
             if not on_disk and before is None:
                 raise NotFound(f"{source}: no such note")
             trash = folder.to_trash(settings, source) if on_disk else None
-            syncer.sync()
+            index.sync(wait=LOCK_WAIT_SECONDS)
             return {
                 "status": "deleted",
                 "file": source,
@@ -239,7 +241,8 @@ def create_app(index: Index, loopback_only: bool = True) -> FastAPIOffline:
                 "trash": str(trash) if trash else None,
             }
 
-        return syncer.write(change)
+        with index.writing(queue=WRITER_WAIT_SECONDS, wait=LOCK_WAIT_SECONDS):
+            return change()
 
     @app.post("/api/v1/search", tags=["questions"])
     def search(body: SearchBody) -> dict:
@@ -269,10 +272,7 @@ def create_app(index: Index, loopback_only: bool = True) -> FastAPIOffline:
                 media_type="text/event-stream",
                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
             )
-        result = answer.ask(
-            body.question, history, lambda q: index.search(q, k, filters=filters), index.chat
-        )
-        return result.to_json()
+        return index.ask(body.question, history, k, filters=filters).to_json()
 
     return app
 
@@ -326,12 +326,10 @@ async def _events(
     def put(item: tuple[str, Any] | None) -> None:
         loop.call_soon_threadsafe(queue.put_nowait, item)
 
-    def search(query: str) -> list:
-        hits = index.search(query, k, filters=filters)
+    def searched(query: str, hits: list[retriever.Hit]) -> None:
         put(("retrieved", {"query": query, "results": [h.to_json() for h in hits]}))
-        return hits
 
-    def show(pieces) -> str:
+    def show(pieces, sources: int) -> str:
         text = []
         for piece in pieces:
             if stop.is_set():
@@ -342,7 +340,7 @@ async def _events(
 
     def work() -> None:
         try:
-            result = answer.ask(question, history, search, index.chat, show=show)
+            result = index.ask(question, history, k, filters=filters, show=show, searched=searched)
             if result.mode != "llm" or not result.hits:  # nothing was streamed
                 put(("token", {"text": result.text}))
             put(("done", result.to_json()))

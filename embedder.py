@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from errors import AskmdError, first_line, server_message
+from errors import AskmdError, first_line, openai_error, server_message
 
 if TYPE_CHECKING:
     import openai
@@ -325,7 +325,14 @@ class OpenAIEmbedder:
                 model=self.model, input=inputs, encoding_format="float"
             )
         except openai.OpenAIError as exc:
-            raise self._translate(exc) from None
+            raise openai_error(
+                exc,
+                kind="embeddings",
+                url=self.url,
+                model=self.model,
+                timeout=self.timeout,
+                retries=self.max_retries,
+            ) from None
         return self._vectors(getattr(response, "data", None) or [], len(texts))
 
     def _vectors(self, data: list[Any], expected: int) -> np.ndarray:

@@ -6,17 +6,18 @@ is not even opened). Otherwise files are compared one by one with the manifest: 
 changed files are re-chunked and their chunks replaced as a unit, deleted files' chunks
 go, and only chunk texts missing from the embedding cache are embedded. A different
 embedder or chunker setting means a rebuild. One writer at a time, by a lock file.
+
+Given `paths`, only those notes are looked at (a watcher's changed files): the others are
+taken as the manifest has them, so a one-file change costs no walk of the folder.
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -24,8 +25,9 @@ from typing import TYPE_CHECKING, Protocol
 import chunker
 import notes
 import terms
-from errors import Busy, Damaged
-from manifest import ChunkRow, FileRecord, Manifest, chunk_row, now, prepare_index_dir
+from errors import Damaged, IndexBusy  # noqa: F401 - raised by sync; callers catch it here
+from manifest import ChunkRow, FileRecord, Manifest, chunk_row, now
+from rwlock import file_lock
 from settings import Settings
 from store import Store, chunk_metadata
 
@@ -116,77 +118,6 @@ def _hint_language(manifest: Manifest, embedder: str, report: SyncReport) -> Non
         )
 
 
-class IndexBusy(Busy):
-    """Another process holds the index's write lock (`holder` is its pid, as written)."""
-
-    def __init__(self, message: str, holder: str):
-        super().__init__(message)
-        self.holder = holder
-
-
-LOCK_POLL_SECONDS = 0.1
-_held = threading.local()  # the lock files this thread holds
-
-
-@contextmanager
-def writer_lock(
-    index_dir: Path, wait: float = 0.0, on_wait: Callable[[str], None] | None = None
-) -> Iterator[None]:
-    """Hold the index's write lock. When another process holds it, wait up to `wait`
-    seconds (saying so once through `on_wait`), then raise IndexBusy naming its pid. A
-    thread that holds it already may take it again, so a change to the folder can hold
-    it from before it touches a file until its sync is done."""
-    prepare_index_dir(index_dir)
-    path = index_dir / "lock"
-    held = _held.__dict__.setdefault("paths", set())
-    if path.resolve() in held:  # this thread has it already (a change, then its sync)
-        yield
-        return
-    with open(path, "a+") as handle:
-        deadline = time.monotonic() + wait
-        told = False
-        while not _try_lock(handle):
-            holder = _holder(handle)
-            if time.monotonic() >= deadline:
-                still = f", still after {wait:.0f} s" if wait else ""
-                raise IndexBusy(
-                    f"the index at {index_dir} is being updated by another askmd process "
-                    f"(pid {holder}){still}. Wait for it to finish, or stop it.",
-                    holder,
-                ) from None
-            if on_wait and not told:
-                on_wait(
-                    f"waiting for pid {holder} to finish updating the index (up to {wait:.0f} s)…"
-                )
-                told = True
-            time.sleep(LOCK_POLL_SECONDS)
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
-        held.add(path.resolve())
-        try:
-            yield
-        finally:
-            held.discard(path.resolve())
-            handle.seek(0)
-            handle.truncate()
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _try_lock(handle) -> bool:
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
-
-
-def _holder(handle) -> str:
-    handle.seek(0)
-    return handle.read().strip() or "unknown"
-
-
 @dataclass
 class _Current:
     md5: str
@@ -208,6 +139,7 @@ def sync(
     wait: float = 0.0,
     on_wait: Callable[[str], None] | None = None,
     locked: Callable[[], None] = lambda: None,
+    paths: list[str] | None = None,
 ) -> SyncReport:
     """Make the index match the folder; see the module docstring.
 
@@ -215,27 +147,33 @@ def sync(
     deleted files dropped, a reset) happens inside `commit()`, so a caller serving searches
     at the same time can keep them from seeing a file half-replaced. Finding that nothing
     changed takes no lock, so a server re-scanning its folder never keeps other processes
-    waiting; to write, it waits up to `wait` seconds for the write lock (see writer_lock)
+    waiting; to write, it waits up to `wait` seconds for the lock file (see rwlock.file_lock)
     and then calls `locked()`, where a long-lived caller reopens what another process
     changed before it writes through it.
+
+    `paths` (relative to the knowledge folder, or absolute) limits the sync to those
+    notes, and to every note known under a path that is a folder: each is added,
+    updated or, when it is gone or no longer a note, deleted. A folder that exists is
+    walked whole, as is everything when the index must be rebuilt.
     """
     started = time.perf_counter()
     progress = progress or NoProgress()
     fp = fingerprint(settings)
     if not rebuild:
-        report = _unchanged(settings, manifest, fp)
+        report = _unchanged(settings, manifest, fp, paths)
         if report is not None:
             report.seconds = time.perf_counter() - started
             return report
     report = SyncReport()
-    with writer_lock(settings.index_dir, wait, on_wait):
+    with file_lock(settings.index_dir, wait, on_wait):
         locked()
         known = manifest.files()
         old_fp = manifest.get("fingerprint")
         if old_fp and old_fp != fp and not rebuild:
             report.rebuild_reason = _what_changed(old_fp, fp)
         fresh = rebuild or bool(report.rebuild_reason)
-        current = _scan(settings, known, report, trust_stat=not fresh)
+        only = None if fresh else _only(settings, known, paths)
+        current = _scan(settings, known, report, trust_stat=not fresh, only=only)
         gate = _gate(fp, current)
         if not fresh and manifest.get("gate") == gate:
             _touch(manifest, known, current)
@@ -302,12 +240,14 @@ def sync(
     return report
 
 
-def _unchanged(settings: Settings, manifest: Manifest, fp: str) -> SyncReport | None:
+def _unchanged(
+    settings: Settings, manifest: Manifest, fp: str, paths: list[str] | None
+) -> SyncReport | None:
     """The report of a sync that has nothing to write, found without the write lock (it
     only reads: stat()s, the files whose stat moved, and the manifest), or None."""
     report = SyncReport()
     known = manifest.files()
-    current = _scan(settings, known, report, trust_stat=True)
+    current = _scan(settings, known, report, trust_stat=True, only=_only(settings, known, paths))
     if manifest.get("gate") != _gate(fp, current) or _moved(known, current):
         return None
     report.files_unchanged = len(current)
@@ -316,19 +256,32 @@ def _unchanged(settings: Settings, manifest: Manifest, fp: str) -> SyncReport | 
 
 
 def _scan(
-    settings: Settings, known: dict[str, FileRecord], report: SyncReport, trust_stat: bool
+    settings: Settings,
+    known: dict[str, FileRecord],
+    report: SyncReport,
+    trust_stat: bool,
+    only: set[str] | None = None,
 ) -> dict[str, _Current]:
     """Hash every note, reading only files whose size or mtime differ from the manifest.
 
     What cannot be read now (a file, or a whole folder) keeps its earlier chunks: a
-    permission slip or an unmounted disk must not delete anything from the index."""
+    permission slip or an unmounted disk must not delete anything from the index.
+
+    With `only`, just those sources are looked at; every other note is as the manifest
+    has it."""
     root = settings.knowledge_dir
-    found, skipped = notes.find(
-        root, settings.include, settings.exclude, follow_symlinks=settings.follow_symlinks
-    )
-    report.files_scanned = len(found)
-    report.files_skipped.extend(skipped)
     current: dict[str, _Current] = {}
+    if only is None:
+        found, skipped = notes.find(
+            root, settings.include, settings.exclude, follow_symlinks=settings.follow_symlinks
+        )
+    else:
+        found, skipped = sorted(s for s in only if _is_note(settings, s)), []
+        for source, rec in known.items():
+            if source not in only:
+                current[source] = _Current(rec.md5, rec.size, rec.mtime_ns, None)
+    report.files_scanned = len(found) + len(current)
+    report.files_skipped.extend(skipped)
     for folder in (s.source for s in skipped if s.unreadable_folder):
         prefix = "" if folder == "./" else folder
         for source, rec in known.items():
@@ -353,6 +306,56 @@ def _scan(
         report.warnings.extend(f"{source}: {w}" for w in note.warnings)
         current[source] = _Current(note.md5, st.st_size, st.st_mtime_ns, note)
     return current
+
+
+def _only(
+    settings: Settings, known: dict[str, FileRecord], paths: list[str] | None
+) -> set[str] | None:
+    """The sources a sync limited to `paths` looks at, or None for the whole folder: each
+    path inside the folder, and every known note under a path that was a folder. A folder
+    that exists now (created, or moved in) is walked whole, as is the folder itself."""
+    if paths is None:
+        return None
+    root = settings.knowledge_dir.resolve()
+    only: set[str] = set()
+    for path in paths:
+        full = (root / path).resolve() if not str(path).startswith("/") else _absolute(path)
+        if not full.is_relative_to(root):
+            continue  # outside the folder: not a note of this index
+        source = full.relative_to(root).as_posix()
+        if source == "." or full.is_dir():
+            return None
+        only.add(source)
+        only.update(s for s in known if s.startswith(source + "/"))
+    return only
+
+
+def _absolute(path: str) -> Path:
+    """An absolute path with its folders' symlinks resolved, the file itself kept."""
+    given = Path(path)
+    return given.parent.resolve() / given.name
+
+
+def _is_note(settings: Settings, source: str) -> bool:
+    """Whether one path is a note `notes.find` would return: a file the include globs
+    match and the exclude globs do not, under no hidden or excluded folder, not hidden
+    itself, and not a link out of the folder (unless links are followed)."""
+    root = settings.knowledge_dir
+    parts = source.split("/")
+    if any(part.startswith(".") for part in parts):
+        return False
+    folders = ["/".join(parts[: n + 1]) for n in range(len(parts) - 1)]
+    if any(notes.matches(folder, settings.exclude) for folder in folders):
+        return False
+    if not notes.matches(source, settings.include) or notes.matches(source, settings.exclude):
+        return False
+    path = root / source
+    if not (path.is_file() or path.is_symlink()):
+        return False
+    if settings.follow_symlinks:
+        return True
+    real_root = Path(os.path.realpath(root))
+    return Path(os.path.realpath(path)).is_relative_to(real_root)
 
 
 def _gate(fp: str, current: dict[str, _Current]) -> str:

@@ -3,8 +3,14 @@
 `Index` is the composition root: it builds the store, the manifest, the embedder and the
 LLM from Settings, each only when first needed, so a no-change sync never loads a model.
 
-Several processes may share one index (a server, a REPL, `index` in a terminal). Only one
-writes at a time (the lock file); the others read. A reader keeps Chroma open between
+It never prints: progress, waiting and streamed answers go through what the caller
+passes in, so the same core serves a terminal, HTTP and a protocol spoken over stdout.
+
+Every change to the index goes through `sync` (and `writing`, for a change to the folder
+that a sync then takes in): the CLI's `index`, the REPL, the API's ingest and delete, the
+background re-scan and a watcher. Several processes may share one index (a server, a REPL,
+`index` in a terminal). Only one writes at a time (`rwlock.WriterLock`: one thread of this
+process, and one process by the lock file); the others read. A reader keeps Chroma open between
 requests, and what Chroma holds in memory goes stale when another process commits, so
 every read first compares the manifest's generation with the one it last saw (one SQLite
 read) and reopens the store when it moved.
@@ -14,24 +20,48 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import answer
-import console
 import indexer
 import manifest as manifest_file
 import rerank
 import retriever
-from errors import AskmdError
+from errors import AskmdError, BadRequest
 from manifest import Manifest
-from rwlock import ReadWriteLock
+from rwlock import ReadWriteLock, WriterLock
 from settings import Settings
 from store import Store
 
 WRITE_WAIT_SECONDS = 60.0  # a change waits this long for another process's update
 READ_WAIT_SECONDS = 3.0  # a search or question waits this long, then reads the index as it is
+
+# How a caller shows what the core does, passed in: the core itself never prints.
+Show = Callable[[Iterator[str], int], str]  # an answer's pieces and its source count -> text
+Searched = Callable[[str, list[retriever.Hit]], None]  # each search of an answer, as it ends
+Loading = Callable[[str], AbstractContextManager]  # around a slow load, e.g. a spinner
+
+
+def filters(
+    source: str | None, heading_level: int | None, name: str = "heading_level"
+) -> retriever.Filters | None:
+    """Search filters from what a user gave (a path glob, a heading level), or None; a bad
+    level is refused in one line that calls it by the `name` the user gave it by."""
+    if heading_level is not None and not 1 <= heading_level <= 4:
+        raise BadRequest(f"{name} {heading_level}: give 1 to 4 (1 = only under H1 headings)")
+    if not source and not heading_level:
+        return None
+    return retriever.Filters(source=source or "", heading_level=heading_level or 0)
+
+
+def check_length(text: str, what: str = "the question") -> None:
+    """Refuse a question or query longer than any interface accepts, in one line."""
+    if len(text) > answer.MAX_QUESTION_CHARS:
+        raise BadRequest(
+            f"{what} is {len(text):,} characters long; the most is {answer.MAX_QUESTION_CHARS:,}"
+        )
 
 
 @dataclass
@@ -45,6 +75,7 @@ class Index:
     """
 
     settings: Settings
+    loading: Loading = nullcontext  # shows a slow load (a local model) to the user
     lock: ReadWriteLock = field(default_factory=ReadWriteLock, init=False, repr=False)
     _local: threading.local = field(default_factory=threading.local, init=False, repr=False)
     _seen: int | None = field(default=None, init=False, repr=False)  # generation read from
@@ -75,14 +106,14 @@ class Index:
         s = self.settings
         if not s.llm_configured:
             return None
-        from llm import Chat
+        from chat import Chat
 
         url, key, model = s.openai_base_url, s.openai_api_key, s.llm_model
         max_tokens, extra_body = s.llm_max_tokens, None
         if s.local_model is not None:
             import local_llm
 
-            with console.status(f"loading {s.local_model.name} with llama.cpp"):
+            with self.loading(f"loading {s.local_model.name} with llama.cpp"):
                 self.local_server = local_llm.start(
                     s.local_model, threads=s.local_threads, context=s.local_context
                 )
@@ -117,59 +148,87 @@ class Index:
             api_key=s.openai_api_key or None,
         )
 
+    @cached_property
+    def writer(self) -> WriterLock:
+        return WriterLock(self.settings.index_dir)
+
     def sync(
-        self, rebuild: bool = False, show_progress: bool = True, wait: float = WRITE_WAIT_SECONDS
+        self,
+        paths: list[str] | None = None,
+        *,
+        rebuild: bool = False,
+        progress: indexer.Progress | None = None,
+        wait: float = WRITE_WAIT_SECONDS,
+        on_wait: Callable[[str], None] | None = None,
+        queue: float | None = None,
     ) -> indexer.SyncReport:
-        """Bring the index in step with the folder. When another process is updating it,
-        wait up to `wait` seconds (saying so on a terminal), then raise IndexBusy."""
+        """Bring the index in step with the folder: the one door for every change to it.
+
+        `paths` (relative to the knowledge folder, or absolute) limits the sync to those
+        notes: each is added, updated or, when it is gone, deleted; a path that was a
+        folder takes its known notes along. None looks at the whole folder. `rebuild`
+        starts from an empty index (vectors still come from the embedding cache).
+
+        One thread of this process writes at a time: another waits up to `queue` seconds
+        (None: its turn, however long) and then raises Busy. Finding that nothing changed
+        takes no lock file; to write, a sync waits up to `wait` seconds for another
+        process's update (said once through `on_wait`), then raises IndexBusy.
+        """
         if self.read_only:
             raise AskmdError(
                 f"the index folder {self.settings.index_dir} is read-only: it can be searched "
                 "but not updated (make it writable, or point --index-dir at another folder)"
             )
-        return self._sync(rebuild, show_progress, wait, console.warning if show_progress else None)
+        with self.writer.turn(queue):
+            return indexer.sync(
+                self.settings,
+                self.store,
+                self.manifest,
+                lambda: self.embedder,
+                rebuild=rebuild,
+                progress=progress,
+                commit=self._commit,
+                wait=wait,
+                on_wait=on_wait,
+                locked=self.follow,
+                paths=paths,
+            )
 
-    def _sync(
+    @contextmanager
+    def writing(
         self,
-        rebuild: bool,
-        show_progress: bool,
-        wait: float,
-        on_wait: Callable[[str], None] | None,
-    ) -> indexer.SyncReport:
-        progress = console.SyncProgress() if show_progress else None
-        report = indexer.sync(
-            self.settings,
-            self.store,
-            self.manifest,
-            lambda: self.embedder,
-            rebuild=rebuild,
-            progress=progress,
-            commit=self._commit,
-            wait=wait,
-            on_wait=on_wait,
-            locked=self.follow,
-        )
-        return report
+        queue: float | None = None,
+        wait: float = WRITE_WAIT_SECONDS,
+        on_wait: Callable[[str], None] | None = None,
+    ) -> Iterator[None]:
+        """Hold the writer (this process's turn, then the lock file) around a change to
+        the folder and the `sync` that takes it in, so that a change refused because
+        another process is updating the index has changed nothing."""
+        if self.read_only:
+            raise AskmdError(
+                f"the index folder {self.settings.index_dir} is read-only: it can be searched "
+                "but not updated (make it writable, or point --index-dir at another folder)"
+            )
+        with self.writer.holding(queue, wait, on_wait):
+            yield
 
-    def sync_to_read(self, show_progress: bool = True) -> indexer.SyncReport | None:
+    def sync_to_read(
+        self,
+        progress: indexer.Progress | None = None,
+        warn: Callable[[str], None] = lambda message: None,
+    ) -> indexer.SyncReport | None:
         """Sync before answering, unless another process is updating the index: then wait
         READ_WAIT_SECONDS at most and answer from the index as it is (None, after one
-        notice on stderr), since a search needs no writer lock. A read-only index folder
-        is not synced at all (one notice)."""
+        `warn`), since a search needs no writer lock. A read-only index folder is not
+        synced at all (one `warn`)."""
         if self.read_only:
-            console.warning("the index folder is read-only: searching it as it is")
+            warn("the index folder is read-only: searching it as it is")
             return None
         try:
-            return self._sync(False, show_progress, READ_WAIT_SECONDS, on_wait=None)
+            return self.sync(progress=progress, wait=READ_WAIT_SECONDS)
         except indexer.IndexBusy as exc:
-            console.warning(
-                f"pid {exc.holder} is updating the index; answering from the index as it is"
-            )
+            warn(f"pid {exc.holder} is updating the index; answering from the index as it is")
             return None
-
-    def show(self, report: indexer.SyncReport | None) -> None:
-        if report is not None:
-            console.show_sync(report, self.settings.knowledge_dir, self.settings.include)
 
     @contextmanager
     def _commit(self) -> Iterator[None]:
@@ -196,6 +255,7 @@ class Index:
         mode: str = "hybrid",
         filters: retriever.Filters | None = None,
     ) -> list[retriever.Hit]:
+        check_length(query, "the query")
         self.follow()
         try:
             return self._search(query, k, mode, filters)
@@ -238,11 +298,15 @@ class Index:
         question: str,
         history: list[answer.Turn],
         k: int,
-        stream: bool = True,
         filters: retriever.Filters | None = None,
+        show: Show | None = None,
+        searched: Searched | None = None,
     ) -> answer.Answer:
-        """Answer one question; on a terminal the reply is shown as it streams, its
-        citations checked against the passages of the last search (the one answered from)."""
+        """Answer one question from the notes. `show`, when given, displays the model's
+        reply as it streams (its pieces, and how many passages it may cite) and returns
+        the text; `searched` hears of each search with what it found. The citations are
+        checked against the passages of the last search (the one answered from)."""
+        check_length(question)
         found: list[retriever.Hit] = []
         reranker = rerank.from_settings(self.settings, self.chat)
         depth = max(k, rerank.DEPTH) if reranker else k  # a reranker reads more, keeps k
@@ -250,6 +314,8 @@ class Index:
 
         def search(query: str) -> list[retriever.Hit]:
             found[:] = self.search(restate(query) if restate else query, depth, filters=filters)
+            if searched is not None:
+                searched(query, list(found))
             return list(found)
 
         def reorder(query: str, hits: list[retriever.Hit]) -> list[retriever.Hit]:
@@ -257,15 +323,16 @@ class Index:
             found[:] = reranker(query, hits)[:k]
             return list(found)
 
-        def show(pieces):
-            return console.stream_answer(pieces, sources=len(found))
+        def stream(pieces: Iterator[str]) -> str:
+            assert show is not None
+            return show(pieces, len(found))
 
         return answer.ask(
             question,
             history,
             search,
             self.chat,
-            show=show if stream else None,
+            show=stream if show else None,
             rerank=reorder if reranker else None,
         )
 

@@ -19,8 +19,10 @@ import chunker
 import console
 import index_home
 import notes
+import pipeline
 import retriever
 from errors import AskmdError
+from indexer import SyncReport
 from pipeline import Index
 from settings import Settings, load_settings
 
@@ -85,12 +87,25 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
     """Bring the index in step with the knowledge folder."""
     index = Index(settings)
     with _kept_on_ctrl_c(index):
-        report = index.sync(rebuild=args.rebuild)
+        report = index.sync(
+            rebuild=args.rebuild, progress=console.SyncProgress(), on_wait=console.warning
+        )
     if args.json:
         console.print_json(report.to_json())
     else:
-        index.show(report)
+        show_sync(index, report)
     return 0
+
+
+def show_sync(index: Index, report: SyncReport | None) -> None:
+    """What a sync did, in one line (and its warnings), on stderr."""
+    if report is not None:
+        console.show_sync(report, index.settings.knowledge_dir, index.settings.include)
+
+
+def stream_answer(pieces: Iterator[str], sources: int) -> str:
+    """An answer shown on the terminal as the model writes it."""
+    return console.stream_answer(pieces, sources=sources)
 
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
@@ -98,9 +113,9 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     filters = _filters(args)  # a bad filter is reported before any indexing
     index = Index(settings)
     with _kept_on_ctrl_c(index):
-        report = index.sync_to_read()
+        report = index.sync_to_read(console.SyncProgress(), warn=console.warning)
     if not args.json:
-        index.show(report)
+        show_sync(index, report)
     hits = index.search(args.query, args.k or settings.top_k, filters=filters)
     if args.json:
         console.print_json({"query": args.query, "results": [h.to_json() for h in hits]})
@@ -114,13 +129,16 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     if not args.question.strip():
         raise AskmdError('the question is empty: python rag.py ask "what port does the API use?"')
     filters = _filters(args)
-    index = Index(settings)
+    index = Index(settings, loading=console.status)
     with _kept_on_ctrl_c(index):
-        report = index.sync_to_read(show_progress=not args.json)
+        report = index.sync_to_read(
+            None if args.json else console.SyncProgress(), warn=console.warning
+        )
     if not args.json:
-        index.show(report)
+        show_sync(index, report)
     k = args.k or settings.top_k
-    result = index.ask(args.question, [], k, stream=not args.json, filters=filters)
+    show = None if args.json else stream_answer
+    result = index.ask(args.question, [], k, filters=filters, show=show)
     if args.json:
         console.print_json(result.to_json())
     else:
@@ -141,9 +159,12 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         console.warning(f"{args.queries}: skipped {len(skipped)} empty queries (line {lines})")
     index = Index(settings)
     with _kept_on_ctrl_c(index):
-        report = index.sync(show_progress=not args.json)
+        if args.json:
+            report = index.sync()
+        else:
+            report = index.sync(progress=console.SyncProgress(), on_wait=console.warning)
     if not args.json:
-        index.show(report)
+        show_sync(index, report)
     result = evaluate.evaluate(
         queries, lambda q, n: index.search(q, n, mode=args.retriever), k=args.files or 10
     )
@@ -167,11 +188,7 @@ def _kept_on_ctrl_c(index: Index) -> Iterator[None]:
 
 def _filters(args: argparse.Namespace) -> retriever.Filters | None:
     source, level = getattr(args, "source", None), getattr(args, "heading_level", None)
-    if level is not None and not 1 <= level <= 4:
-        raise AskmdError(f"--heading-level {level}: give 1 to 4 (1 = only under H1 headings)")
-    if not source and not level:
-        return None
-    return retriever.Filters(source=source or "", heading_level=level or 0)
+    return pipeline.filters(source, level, name="--heading-level")
 
 
 def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
@@ -246,9 +263,9 @@ class Conversation:
 
 def cmd_repl(args: argparse.Namespace, settings: Settings) -> int:
     """The interactive loop: sync first (the MD5 check), then questions."""
-    index = Index(settings)
+    index = Index(settings, loading=console.status)
     with _kept_on_ctrl_c(index):
-        index.show(index.sync_to_read())
+        show_sync(index, index.sync_to_read(console.SyncProgress(), warn=console.warning))
     talk = Conversation([])
     interactive = sys.stdin.isatty()
     if interactive:
@@ -285,7 +302,10 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
         console.notice(REPL_HELP)
     elif word == "/reindex":
         with _kept_on_ctrl_c(index):
-            index.show(index.sync(rebuild=True))
+            report = index.sync(
+                rebuild=True, progress=console.SyncProgress(), on_wait=console.warning
+            )
+            show_sync(index, report)
     elif word == "/stats":
         console.show_stats(index.stats())
     elif word == "/debug":
@@ -306,7 +326,7 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
     elif word.startswith("/"):
         raise AskmdError(f"unknown command {word}; /help lists the commands")
     else:
-        result = index.ask(line, talk.turns, index.settings.top_k)
+        result = index.ask(line, talk.turns, index.settings.top_k, show=stream_answer)
         console.show_answer(result, hint=talk.last is None)
         talk.last = result
         if result.cancelled:  # a cut-off answer is shown, not built upon

@@ -44,7 +44,8 @@ def serve(settings: Settings, host: str, port: int) -> int:
         raise BadRequest(f"--port {port}: give a port from 1 to 65535, or 0 for any free one")
     sock = _bind(host, port)
     index = Index(settings)
-    index.show(index.sync())
+    report = index.sync(progress=console.SyncProgress(), on_wait=console.warning)
+    console.show_sync(report, settings.knowledge_dir, settings.include)
     with console.status("loading the models"):
         index.search("warm up", 1)  # loads the embedder and opens Chroma before any request
         _ = index.chat  # and a local LLM, if one is configured

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 import answer  # noqa: E402
 import rag  # noqa: E402
-from llm import Chat  # noqa: E402
+from chat import Chat  # noqa: E402
 from settings import load_settings  # noqa: E402
 
 QUESTIONS = [
@@ -116,7 +116,7 @@ def main() -> None:
         overrides={"knowledge_dir": Path(args.knowledge), "index_dir": index_dir},
     )
     index = rag.Index(settings)
-    report = index.sync(show_progress=False)
+    report = index.sync()
     print(f"# {report.chunks_total} chunks in {args.knowledge}", flush=True)
     index.search("warm-up", args.k)
 

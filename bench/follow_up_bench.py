@@ -46,7 +46,7 @@ def main() -> None:
     args = parser.parse_args()
     index_dir = Path(args.index_dir or tempfile.mkdtemp(prefix="askmd-follow-up-"))
     index = Index(Settings(knowledge_dir=Path(args.knowledge), index_dir=index_dir))
-    index.sync(show_progress=False)
+    index.sync()
     search = lambda q: index.search(q, K)  # noqa: E731
     pairs = [json.loads(line) for line in open(args.pairs, encoding="utf-8") if line.strip()]
     table: dict[tuple[str, str], list[int]] = {}

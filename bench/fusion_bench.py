@@ -93,7 +93,7 @@ def main() -> None:
         },
     )
     index = rag.Index(settings)
-    index.sync(show_progress=False)
+    index.sync()
     queries = evaluate.read_queries(Path(args.queries), [])
     if args.limit:
         queries = queries[: args.limit]

@@ -97,7 +97,7 @@ def open_index(folder: Folder, data: Path, index_root: Path, environ: dict[str, 
         },
     )
     index = Index(settings)
-    report = index.sync(show_progress=False)
+    report = index.sync()
     print(f"# {folder.path}: {json.dumps(report.to_json())}", file=sys.stderr, flush=True)
     return index
 

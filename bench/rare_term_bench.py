@@ -77,7 +77,7 @@ def main() -> None:
         },
     )
     index = rag.Index(settings)
-    index.sync(show_progress=False)
+    index.sync()
     queries = evaluate.read_queries(Path(args.queries), [])[: args.limit or None]
     db = index.manifest.db
     data = []

@@ -13,8 +13,8 @@ from tests.conftest import ROOT, clean_env
 HOLD = """
 import sys, time
 from pathlib import Path
-import indexer
-with indexer.writer_lock(Path(sys.argv[1])):
+import rwlock
+with rwlock.file_lock(Path(sys.argv[1])):
     print("locked", flush=True)
     time.sleep(float(sys.argv[2]))
 """

@@ -21,8 +21,8 @@ import pytest
 
 import answer
 import local_llm
+from chat import Chat
 from errors import AskmdError
-from llm import Chat
 from retriever import Hit
 from tests.conftest import NOTES, clean_env, index_once, write_notes
 from tests.openai_server import OpenAIServer

@@ -47,7 +47,7 @@ def build_index(root: Path, files: dict[str, str], embedder, **overrides) -> rag
     )
     index = rag.Index(settings)
     index.embedder = embedder  # the shared real model instead of loading it once more
-    index.sync(show_progress=False)
+    index.sync()
     return index
 
 
@@ -627,14 +627,14 @@ def test_the_keyword_index_follows_edits_deletes_and_rebuilds(tmp_path, embedder
 
         # An edit: one term removed, another added.
         (kb / "alpha.md").write_text("# Alpha\n\nThe quokkacode setting lives here now.\n")
-        index.sync(show_progress=False)
+        index.sync()
         assert keyword_sources(index, "zebracode") == []
         assert keyword_sources(index, "quokkacode") == ["alpha.md"]
         assert "zebracode" not in (index.search("quokkacode", 1, mode="keyword")[0].text)
 
         # A delete: its chunks leave both indexes, in every mode.
         (kb / "beta.md").unlink()
-        index.sync(show_progress=False)
+        index.sync()
         assert keyword_sources(index, "yakcode") == []
         assert index.manifest.keyword(["yakcode"], 10) == []
         for mode in MODES:
@@ -645,7 +645,7 @@ def test_the_keyword_index_follows_edits_deletes_and_rebuilds(tmp_path, embedder
 
         # A new file with the deleted one's term.
         (kb / "delta.md").write_text("# Delta\n\nThe yakcode setting moved to delta.\n")
-        index.sync(show_progress=False)
+        index.sync()
         assert keyword_sources(index, "yakcode") == ["delta.md"]
     finally:
         index.manifest.close()
@@ -653,7 +653,7 @@ def test_the_keyword_index_follows_edits_deletes_and_rebuilds(tmp_path, embedder
     rebuilt = rag.Index(index.settings)
     rebuilt.embedder = embedder
     try:
-        report = rebuilt.sync(rebuild=True, show_progress=False)
+        report = rebuilt.sync(rebuild=True)
         assert report.rebuilt
         assert keyword_sources(rebuilt, "zebracode") == []
         assert keyword_sources(rebuilt, "quokkacode") == ["alpha.md"]

@@ -13,13 +13,13 @@ import time
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
-from errors import LLMFailed, first_line, server_message
+from errors import OPENAI_URL, AskmdError, LLMFailed, first_line, openai_error
 
 if TYPE_CHECKING:
     import httpx
     import openai
 
-DEFAULT_URL = "https://api.openai.com/v1"
+DEFAULT_URL = OPENAI_URL
 DEFAULT_MODEL = "gpt-4o-mini"
 # The client's own retries (exponential backoff, Retry-After honoured) only ever resend a
 # request whose reply had not started: connection failures, 408/409/429 and 5xx. Nothing
@@ -178,68 +178,12 @@ class Chat:
             f"{self.url} serves.{listed}"
         )
 
-    def _translate(self, exc: openai.OpenAIError) -> LLMFailed:
-        import openai
-
-        where = f"the LLM server at {self.url}"
-        tries = f" (tried {self.max_retries + 1} times)" if self.max_retries else ""
-        if isinstance(exc, openai.APITimeoutError):
-            return LLMFailed(
-                f"{where} did not answer within {self.timeout:g} s{tries}. Is it overloaded "
-                "or loading a model? Try again, or raise ASKMD_LLM_TIMEOUT."
-            )
-        if isinstance(exc, openai.APIConnectionError) and self.url == DEFAULT_URL:
-            return LLMFailed(  # the user set no URL: there is nothing of theirs to check
-                f"no network route to api.openai.com{tries}. Check the internet connection, "
-                "or set OPENAI_BASE_URL to a local server."
-            )
-        if isinstance(exc, openai.APIConnectionError):
-            return LLMFailed(f"cannot reach {where}{tries}. Is it running? Check OPENAI_BASE_URL.")
-        if not isinstance(exc, openai.APIStatusError):
-            return LLMFailed(f"{where} failed: {first_line(exc)}. Check the server's log.")
-        status, detail = exc.status_code, server_message(exc.body)
-        said = f": {detail}" if detail else ""
-        if status == 401:
-            return LLMFailed(f"{where} refused the API key (401). Check OPENAI_API_KEY in .env.")
-        if status == 403:
-            return LLMFailed(
-                f"{where} denied access (403){said}. Check that OPENAI_API_KEY may use "
-                f"the model '{self._model}'."
-            )
-        if status == 404:
-            return LLMFailed(
-                f"{where} does not know the model '{self._model}' (404){said}. "
-                "Set ASKMD_LLM_MODEL to a model it serves."
-            )
-        if status == 429:
-            return LLMFailed(
-                f"{where} is rate-limiting requests or the quota is used up (429){tries}{said}. "
-                "Wait a minute and ask again, or check your plan."
-            )
-        if _context_too_long(status, detail, exc.body):
-            return LLMFailed(
-                f"the question and its sources do not fit the model's context ({status}{said}). "
-                "Lower ASKMD_TOP_K or ASKMD_CHUNK_SIZE, or use a model with a longer context."
-            )
-        if status >= 500:
-            return LLMFailed(
-                f"{where} failed ({status}){tries}{said}. "
-                "Try again; if it persists, check the server's log."
-            )
-        return LLMFailed(f"{where} rejected the request ({status}){said}.")
-
-
-def _context_too_long(status: int, detail: str, body: object) -> bool:
-    """OpenAI says context_length_exceeded; llama.cpp, vLLM and Ollama say it in words."""
-    code = body.get("code") if isinstance(body, dict) else None
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        code = body["error"].get("code") or code
-    text = detail.lower()
-    return status in (400, 413, 422) and (
-        code == "context_length_exceeded"
-        or "context length" in text
-        or "context size" in text
-        or "context window" in text
-        or "too many tokens" in text
-        or "maximum context" in text
-    )
+    def _translate(self, exc: openai.OpenAIError) -> AskmdError:
+        return openai_error(
+            exc,
+            kind="LLM",
+            url=self.url,
+            model=self._model,
+            timeout=self.timeout,
+            retries=self.max_retries,
+        )
