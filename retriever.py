@@ -3,16 +3,20 @@
 BM25 reads the postings the indexer keeps in the manifest (terms.py: words, identifiers
 whole and in parts, CJK bigrams); dense search asks Chroma for the nearest vectors. The
 two are blended on scaled scores, with a weight that depends on the query's script:
-keyword search is trusted more with Chinese. Pieces of one section that overlap are
+keyword search is trusted more with Chinese. With a second vector space for CJK chunks
+(embedding_models.py), a CJK question searches that one, any other question both, their
+lists merged (`_merge`). Pieces of one section that overlap are
 collapsed to the best of them. It generates nothing, never
 prints, and reads settings only through its arguments.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import statistics
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+import embedding_models as models
 import notes
 from terms import cjk_share, content_terms
 
@@ -24,19 +28,10 @@ if TYPE_CHECKING:
 MIN_POOL = 100  # candidates asked of each retriever, at least; filters may thin them
 MODES = ("hybrid", "dense", "keyword")
 CJK_QUERY = 0.3  # share of a query's letters that makes it a Chinese/Japanese query
-# The dense share of the blend (alpha) for (Latin-script, CJK) queries, per embedder,
-# chosen on SciFact and CMRC (BENCHMARKS.md, bench/fusion_bench.py). MiniLM reads English
-# well and Chinese not at all; USE-multilingual reads Chinese well and English weakly
-# (SciFact MRR 0.38 against BM25's 0.64), so it gets a small say there. Character bigrams
-# match Chinese text closely, so keyword search keeps most of the say on CJK queries;
-# multilingual-e5-small reads Chinese best and gets 0.4 there. An embedder not measured
-# here gets an even blend.
-ALPHA = {
-    "local:all-MiniLM-L6-v2-int8": (0.5, 0.3),
-    "local:use-multilingual-v3": (0.2, 0.3),
-    "local:multilingual-e5-small-q4": (0.5, 0.4),
-}
-ALPHA_UNMEASURED = (0.5, 0.5)
+# The dense share of the blend (alpha) for (Latin-script, CJK) queries, per embedder: kept
+# with each model in embedding_models.MODELS, where the measurements are cited.
+ALPHA = {m.id: m.alpha for m in models.MODELS}
+ALPHA_UNMEASURED = models.UNMEASURED
 
 
 @dataclass(frozen=True)
@@ -112,11 +107,11 @@ def search(
     filtered = filters != Filters()
     pool = max(MIN_POOL, 4 * k) * (4 if filtered else 1)
     dense: list[tuple[str, float]] = []
+    dense_by = embedder.id  # the model whose vectors ranked the dense candidates
     known: dict[str, Stored] = {}  # candidates whose text and metadata are already here
     if mode in ("dense", "hybrid"):
-        vector = embedder.embed_queries([query])[0]
         # Unfiltered, only ids and distances: the few that make the top k are fetched later.
-        found = store.nearest(vector, pool, content=filtered)
+        found, dense_by = _nearest(query, embedder, store, pool, filtered)
         found = [s for s in found if not filtered or filters.allows(s.metadata)]
         dense = [(s.id, 1.0 - s.distance) for s in found]
         if filtered:
@@ -130,7 +125,7 @@ def search(
     if mode == "keyword":
         best = keyword[0][1] if keyword else 1.0
         return _hits(_fetch(store, known, [(c, v / best) for c, v in keyword], k), k)
-    alpha = dense_share(query, embedder.id)
+    alpha = dense_share(query, dense_by)
     fused = {c: alpha * v for c, v in _scaled(dense)}
     by_keyword = dict(_scaled(keyword))
     for c, v in by_keyword.items():
@@ -144,6 +139,55 @@ def search(
         key=lambda item: (-item[1], -by_keyword.get(item[0], 0.0)),
     )
     return _hits(_fetch(store, known, ranked, k), k)
+
+
+def _nearest(
+    query: str, embedder: Embedder, store: Store, pool: int, content: bool
+) -> tuple[list[Stored], str]:
+    """The dense candidates and the id of the model whose vectors ranked them.
+
+    With a second vector space for CJK chunks (embedding_models.py), a CJK question
+    searches it alone (the English-only model's vectors of Chinese text are noise), and a
+    Latin-script question searches both, so it can reach a Chinese note by meaning."""
+    side = _side_space(embedder, store)
+    main = [] if side is not None and is_cjk_query(query) else [(embedder, store)]
+    spaces = main + ([side] if side is not None else [])
+    lists = [s.nearest(e.embed_queries([query])[0], pool, content=content) for e, s in spaces]
+    return _merge(lists), spaces[0][0].id
+
+
+def _side_space(embedder: Embedder, store: Store) -> tuple[Embedder, Store] | None:
+    """The multilingual model and its collection, when this index has CJK chunks in one."""
+    side_id = getattr(embedder, "companion_id", None)
+    if not side_id:
+        return None
+    side = store.side(side_id)
+    if not side.open_existing() or side.count() == 0:
+        return None
+    return embedder.companion(), side
+
+
+def _merge(lists: list[list[Stored]]) -> list[Stored]:
+    """One dense ranking from the first list and the lists of other models, whose cosines
+    are not on one scale: each other list is shifted so its median candidate meets the
+    first list's median, and a chunk in two lists keeps its better score. So a chunk of
+    another space ranks high when it stands out from its own candidates as far. Chosen on
+    the cross-language questions (bench/multilingual_bench.py): with MiniLM and USE, dense
+    hit@5 1.00 and MRR 0.70, against 1.00 / 0.65 standardising by mean and spread, 0.91 /
+    0.69 comparing raw cosines, 0.91 / 0.72 for MiniLM alone."""
+    first = lists[0] if lists else []
+    if len(lists) < 2 or not first:
+        return [s for found in lists for s in found]
+    best: dict[str, Stored] = {s.id: s for s in first}
+    middle = statistics.median(s.distance for s in first)
+    for other in lists[1:]:
+        if not other:
+            continue
+        shift = middle - statistics.median(s.distance for s in other)
+        for s in other:
+            if s.id not in best or s.distance + shift < best[s.id].distance:
+                best[s.id] = replace(s, distance=s.distance + shift)
+    return sorted(best.values(), key=lambda s: s.distance)
 
 
 def _fetch(

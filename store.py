@@ -10,6 +10,10 @@ the folder aside (`set_aside`) and rebuilding, and `DiskFull` when the disk is f
 Chroma cannot open a folder it may not write to, even to read ("attempt to write a
 readonly database"), so a read-only index is searched through a private copy of its
 Chroma folder in a temporary folder, deleted when the process ends.
+
+An index may hold a second collection (`side`), named after the embedder that fills it:
+the multilingual vectors of its Chinese and Japanese chunks (see embedding_models.py). It
+shares the client, and deleting a file's chunks deletes them from it too.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ if TYPE_CHECKING:
 
 
 from chunker import Chunk
+from embedding_models import collection_name
 from errors import AskmdError, Damaged, DiskFull, disk_full
 
 FULL_BELOW = 16 * 2**20  # free bytes under which a failed local write is a full disk
@@ -83,12 +88,64 @@ class Store:
         self._client = None
         self._collection = None
         self._copy: Path | None = None
+        self._owner: Store | None = None  # the index's main store, for a side collection
+        self._sides: dict[str, Store] = {}
+
+    def side(self, embedder_id: str) -> Store:
+        """The index's second collection, for the vectors of this embedder; it shares this
+        store's client (and, read-only, its copy). Not created until `open`ed."""
+        name = collection_name(self.name, embedder_id)
+        if name not in self._sides:
+            other = Store(self.index_dir, self.chroma_url, name, self.read_only)
+            other._owner = self
+            self._sides[name] = other
+        return self._sides[name]
+
+    def _existing_sides(self) -> list[Store]:
+        """This index's side collections that Chroma holds: each is named after the
+        embedder its metadata records."""
+        client = self._connect()
+        try:
+            found = client.list_collections()
+        except Exception as exc:  # noqa: BLE001
+            raise self._failure(exc) from None
+        sides = []
+        for c in found:
+            embedder = str((c.metadata or {}).get("embedder", ""))
+            if c.name != self.name and embedder and c.name == collection_name(self.name, embedder):
+                sides.append(self.side(embedder))
+        return sides
+
+    def open_existing(self) -> bool:
+        """Open the collection if Chroma has it; False (and nothing created) when not."""
+        if self._collection is not None:
+            return True
+        client = self._connect()
+        try:
+            if self.name not in [c.name for c in client.list_collections()]:
+                return False
+            self._collection = client.get_collection(self.name, embedding_function=None)
+        except Exception as exc:  # noqa: BLE001
+            raise self._failure(exc) from None
+        return True
+
+    def drop(self) -> None:
+        """Delete the collection, if there is one (a side collection that is out of date)."""
+        client = self._connect()
+        self._collection = None
+        try:
+            if self.name in [c.name for c in client.list_collections()]:
+                client.delete_collection(self.name)
+        except Exception as exc:  # noqa: BLE001
+            raise self._failure(exc) from None
 
     @property
     def where(self) -> str:
         return self.chroma_url or str(self.index_dir / "chroma")
 
     def _connect(self):
+        if self._owner is not None:
+            return self._owner._connect()
         if self._client is None:
             import chromadb  # slow to import (~1-2 s): only when the store is really used
             from chromadb.config import Settings as ChromaSettings
@@ -164,6 +221,10 @@ class Store:
         embedded client keeps segments in memory that another process's writes make
         stale, and holds a collection that another process's rebuild replaces."""
         client, self._client, self._collection = self._client, None, None
+        for side in self._sides.values():
+            side._collection = None
+        if self._owner is not None:
+            return  # the client is the main store's
         if client is not None and hasattr(client, "close"):
             try:
                 client.close()  # stops the shared in-process Chroma system when it is the last
@@ -182,6 +243,8 @@ class Store:
                 client.delete_collection(self.name)
         except Exception as exc:  # noqa: BLE001
             raise self._failure(exc) from None
+        for side in self._existing_sides():
+            side.drop()
         self.open(meta)
 
     def check(self) -> int:
@@ -263,6 +326,10 @@ class Store:
             offset += page
 
     def delete(self, sources: Sequence[str]) -> None:
+        """Delete these sources' chunks, from the side collections too."""
+        for side in self._existing_sides() if sources else []:
+            side.open_existing()
+            side.delete(sources)
         for start in range(0, len(sources), 500):
             part = list(sources[start : start + 500])
             self._call(self.collection.delete, where={"source": {"$in": part}})
