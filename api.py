@@ -28,7 +28,7 @@ import folder
 import guard
 import pipeline
 import retriever
-from errors import AskmdError, BadNote, BadRequest, NotFound, first_line
+from errors import AskmdError, BadRequest, first_line
 from pipeline import Index
 from syncing import Syncer
 
@@ -194,55 +194,21 @@ def create_app(index: Index, loopback_only: bool = True) -> FastAPIOffline:
         if body.file_path is None and (body.content is None or not body.file_name):
             raise BadRequest('give {"file_path"} or {"content", "file_name"}')
 
-        def change() -> dict:
-            if body.file_path is not None:
-                source = folder.existing(settings, body.file_path)
-            else:
-                source = folder.source_of(settings, body.file_name or "")
-            before = index.manifest.files().get(source)
-            written = None
-            if body.content is not None:
-                written = folder.write(settings, source, body.content)
-            report = index.sync(wait=LOCK_WAIT_SECONDS)
-            for skipped in report.files_skipped:
-                if skipped.source == source:
-                    raise BadNote(f"{source} is {skipped.reason}")
-            after = index.manifest.files().get(source)
-            if after is None:
-                raise AskmdError(f"{source} was not indexed")
-            if written:  # content: what happened to the file
-                status = written
-            elif before is None:  # file_path: what happened in the index
-                status = "created"
-            else:
-                status = "updated" if before.md5 != after.md5 else "unchanged"
-            return {"status": status, "file": source, "chunks": after.chunks}
-
-        with index.writing(queue=WRITER_WAIT_SECONDS, wait=LOCK_WAIT_SECONDS):
-            return change()
+        return folder.ingest(
+            index,
+            file_path=body.file_path,
+            content=body.content,
+            file_name=body.file_name,
+            queue=WRITER_WAIT_SECONDS,
+            wait=LOCK_WAIT_SECONDS,
+        )
 
     @app.delete("/api/v1/documents/{file:path}", tags=["notes"])
     def delete(file: str) -> dict:
         """Remove a note: it moves to the trash folder inside the index folder (nothing
         is lost) and its chunks leave the index."""
 
-        def change() -> dict:
-            source = folder.source_of(settings, file)
-            before = index.manifest.files().get(source)
-            on_disk = (settings.knowledge_dir / source).is_file()
-            if not on_disk and before is None:
-                raise NotFound(f"{source}: no such note")
-            trash = folder.to_trash(settings, source) if on_disk else None
-            index.sync(wait=LOCK_WAIT_SECONDS)
-            return {
-                "status": "deleted",
-                "file": source,
-                "chunks": before.chunks if before else 0,
-                "trash": str(trash) if trash else None,
-            }
-
-        with index.writing(queue=WRITER_WAIT_SECONDS, wait=LOCK_WAIT_SECONDS):
-            return change()
+        return folder.delete(index, file, queue=WRITER_WAIT_SECONDS, wait=LOCK_WAIT_SECONDS)
 
     @app.post("/api/v1/search", tags=["questions"])
     def search(body: SearchBody) -> dict:

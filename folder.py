@@ -17,10 +17,14 @@ import shutil
 import tempfile
 import time
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 import notes
 from errors import AskmdError, BadNote, BadRequest, Forbidden, NotFound
 from settings import Settings
+
+if TYPE_CHECKING:
+    from pipeline import Index
 
 MAX_NAME_CHARS = 1024
 MAX_PART_BYTES = 255  # the longest file name common file systems allow
@@ -146,6 +150,65 @@ def write(settings: Settings, name: str, content: str) -> str:
             "writable?"
         ) from None
     return "updated" if existed else "created"
+
+
+def ingest(
+    index: Index,
+    *,
+    file_path: str | None = None,
+    content: str | None = None,
+    file_name: str | None = None,
+    queue: float | None = None,
+    wait: float = 5.0,
+) -> dict:
+    """Index a note already in the folder (`file_path`), or write `content` as `file_name`
+    first; the `{"status", "file", "chunks"}` of the API's ingest. The change and its sync
+    hold the writer together (up to `queue` s behind this process's other changes, `wait`
+    s behind another process's), so a refused change has changed nothing."""
+    settings = index.settings
+    with index.writing(queue=queue, wait=wait):
+        if file_path is not None:
+            source = existing(settings, file_path)
+        else:
+            source = source_of(settings, file_name or "")
+        before = index.manifest.files().get(source)
+        written = None
+        if content is not None:
+            written = write(settings, source, content)
+        report = index.sync(wait=wait)
+        for skipped in report.files_skipped:
+            if skipped.source == source:
+                raise BadNote(f"{source} is {skipped.reason}")
+        after = index.manifest.files().get(source)
+        if after is None:
+            raise AskmdError(f"{source} was not indexed")
+        if written:  # content: what happened to the file
+            status = written
+        elif before is None:  # file_path: what happened in the index
+            status = "created"
+        else:
+            status = "updated" if before.md5 != after.md5 else "unchanged"
+        return {"status": status, "file": source, "chunks": after.chunks}
+
+
+def delete(index: Index, name: str, queue: float | None = None, wait: float = 5.0) -> dict:
+    """Move a note to the trash and take its chunks out of the index: the API's DELETE,
+    `{"status": "deleted", "file", "chunks", "trash"}`."""
+    settings = index.settings
+    with index.writing(queue=queue, wait=wait):
+        source = source_of(settings, name)
+        before = index.manifest.files().get(source)
+        on_disk = (settings.knowledge_dir / source).is_file()
+        if not on_disk and before is None:
+            raise NotFound(f"{source}: no such note")
+        trash = to_trash(settings, source) if on_disk else None
+        index.sync(wait=wait)
+        return {
+            "status": "deleted",
+            "file": source,
+            "chunks": before.chunks if before else 0,
+            "trash": str(trash) if trash else None,
+        }
 
 
 def _check_folders(settings: Settings, source: str) -> None:
