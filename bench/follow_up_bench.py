@@ -33,9 +33,11 @@ def old_rule(question: str, history: list[answer.Turn]) -> str:
     return question
 
 
-def file_rank(hits, relevant: str) -> int:
+def file_rank(hits, relevant: str | list[str]) -> int:
+    """1-based rank of the first file that answers (one path, or a list of paths); 0: none."""
+    wanted = {relevant} if isinstance(relevant, str) else set(relevant)
     files = list(dict.fromkeys(h.source for h in hits))
-    return files.index(relevant) + 1 if relevant in files else 0
+    return next((i for i, f in enumerate(files, start=1) if f in wanted), 0)
 
 
 def main() -> None:

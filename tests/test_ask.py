@@ -687,6 +687,30 @@ def test_repl_searches_a_new_short_question_on_its_own(tmp_path: Path) -> None:
     assert "50 MB" not in metrics.split("\n- ", 1)[1]
 
 
+def test_the_sample_folder_answers_the_metrics_port_not_the_upload_size_again(
+    tmp_path: Path,
+) -> None:
+    """The case as reported on knowledge/: README's service table names uploads and the
+    metrics port in one row, which once kept "and the metrics port?" merged with the upload
+    question, and the upload answer came back word for word."""
+    stdin = "what is the maximum upload size?\nand the metrics port?\n"
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "rag.py"), "--knowledge", str(ROOT / "knowledge"),
+         "--index-dir", str(tmp_path / "ix")],
+        input=stdin, capture_output=True, text=True, env={**clean_env(), "COLUMNS": "200"},
+        cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    # The second answer's first bullet follows the first answer's last quoted reference.
+    cut = next(
+        i for i in range(1, len(lines)) if lines[i].startswith("- ") and lines[i - 1][:5] == '    "'
+    )
+    first, second = "\n".join(lines[:cut]), "\n".join(lines[cut:])
+    assert "50 MB per photo" in first
+    assert "9420" in second and "50 MB per photo" not in second, second
+
+
 # --- 8. the REPL, piped ------------------------------------------------------------------
 
 REWRITE = "On which port are the metrics served?"
