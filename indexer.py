@@ -400,6 +400,8 @@ def _what_changed(old: str, new: str) -> str:
         return f"embedder changed ({before.get('embedder')} → {after.get('embedder')})"
     if before.get("chunker") != after.get("chunker"):
         return "the chunker changed"
+    if before.get("terms") != after.get("terms"):
+        return "the keyword index changed (new search terms or fields)"
     return (
         f"chunk settings changed (size {before.get('size')} → {after.get('size')}, "
         f"overlap {before.get('overlap')} → {after.get('overlap')})"

@@ -3,6 +3,7 @@ chain count on their own, and an index from before fields gets them on its next 
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
 import sys
@@ -86,6 +87,9 @@ def test_an_index_from_before_fields_is_upgraded_and_rebuilt(tmp_path: Path) -> 
     old = Manifest(index_dir / manifest.MANIFEST, read_only=True)
     assert old.keyword(["disable"], 5) and not old.keyword(["hibernation"], 5)  # still reads
     old.close()
-    subprocess.run([*rag, "index"], env=env, check=True, capture_output=True, timeout=60)
+    done = subprocess.run([*rag, "index", "--json"], env=env, check=True, capture_output=True)
+    assert json.loads(done.stdout)["rebuild_reason"] == (
+        "the keyword index changed (new search terms or fields)"
+    )
     m = Manifest(index_dir / manifest.MANIFEST)
     assert [c for c, _ in m.keyword(["hibernation"], 5, weights=(0.0, 1.0, 0.0))]
