@@ -242,6 +242,13 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
+    """Serve the notes to AI assistants over the Model Context Protocol, on stdio."""
+    import mcp_server
+
+    return mcp_server.serve(settings, allow_write=args.allow_write)
+
+
 REPL_HELP = """\
 Type a question, or a command:
   /debug QUESTION   show the retrieved chunks with their scores (no LLM)
@@ -494,6 +501,22 @@ def build_parser() -> argparse.ArgumentParser:
         '"chunks_embedded", "seconds", "errors"}',
     )
     watch.set_defaults(run=cmd_watch)
+
+    mcp = commands.add_parser(
+        "mcp",
+        help="serve the notes to AI assistants (MCP over stdio; read-only unless --allow-write)",
+        description="Sync the index, watch the folder, and serve the Model Context Protocol "
+        "on stdin/stdout for a client that starts this command (Claude Desktop, Claude Code, "
+        "Cursor, VS Code): tools search_notes, ask, read_note, list_notes, index_status, and "
+        "each note as a note:// resource.",
+    )
+    mcp.add_argument(
+        "--allow-write",
+        action="store_true",
+        help="add the tools add_note and delete_note (the HTTP API's rules; deleted notes go "
+        "to the trash)",
+    )
+    mcp.set_defaults(run=cmd_mcp)
     return parser
 
 
