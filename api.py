@@ -112,7 +112,9 @@ def create_app(index: Index, loopback_only: bool = True) -> FastAPIOffline:
     """The app over `index`; `loopback_only` is False when it listens beyond this machine
     (which the server allows only with a token)."""
     settings = index.settings
-    syncer = Syncer(index)
+    # Notes saved on disk: the watcher applies them (serve starts it); with ASKMD_WATCH=0 a
+    # search or ask still wakes a background re-scan now and then.
+    syncer = None if settings.watch else Syncer(index)
     app = FastAPIOffline(
         title="askmd",
         summary="Cited answers from a folder of Markdown notes.",
@@ -215,7 +217,8 @@ def create_app(index: Index, loopback_only: bool = True) -> FastAPIOffline:
         """The chunks that best match the query: the `search --json` object."""
         if not body.query.strip():
             raise BadRequest("the query is empty")
-        syncer.poke()
+        if syncer is not None:
+            syncer.poke()
         filters = body.filters.filters() if body.filters else None
         hits = index.search(body.query, body.top_k or settings.top_k, filters=filters)
         return {"query": body.query, "results": [h.to_json() for h in hits]}
@@ -228,7 +231,8 @@ def create_app(index: Index, loopback_only: bool = True) -> FastAPIOffline:
         references), or an `error` event."""
         if not body.question.strip():
             raise BadRequest("the question is empty")
-        syncer.poke()
+        if syncer is not None:
+            syncer.poke()
         history = turns(body.history)
         k = body.top_k or settings.top_k
         filters = body.filters.filters() if body.filters else None

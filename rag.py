@@ -274,6 +274,7 @@ def cmd_repl(args: argparse.Namespace, settings: Settings) -> int:
     with _kept_on_ctrl_c(index):
         show_sync(index, index.sync_to_read(console.SyncProgress(), warn=console.warning))
     talk = Conversation([])
+    live = _live(index)
     interactive = sys.stdin.isatty()
     if interactive:
         _enable_history(settings.index_dir / "history")
@@ -291,6 +292,8 @@ def cmd_repl(args: argparse.Namespace, settings: Settings) -> int:
             continue
         if not line:
             continue
+        if live is not None:
+            live.say()  # what changed on disk since the last answer, never during one
         try:
             if _repl_command(index, talk, line) is False:
                 return 0
@@ -298,6 +301,33 @@ def cmd_repl(args: argparse.Namespace, settings: Settings) -> int:
             console.error(str(exc))
         except KeyboardInterrupt:
             console.cancelled()
+
+
+class _Live:
+    """The REPL's watcher: notes saved on disk reach the index while the REPL waits, and
+    what changed is said in one line before the next answer, never in the middle of one."""
+
+    def __init__(self, index: Index) -> None:
+        from watcher import Watcher
+
+        self._notices: list[str] = []
+        self.watcher = Watcher(index, on_notice=self._notices.append)
+        self.watcher.start()
+
+    def say(self) -> None:
+        for line in self._notices[:]:
+            self._notices.remove(line)
+            console.warning(line)
+        updated = self.watcher.take_updated()
+        if updated:
+            console.notice(f"{console.plural(len(updated), 'note')} updated")
+
+
+def _live(index: Index) -> _Live | None:
+    settings = index.settings
+    if not settings.watch or index.read_only:
+        return None
+    return _Live(index)
 
 
 def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
@@ -396,6 +426,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--traceback", action="store_true", help="show the full traceback on errors"
     )
+    parser.add_argument(
+        "--no-watch",
+        action="store_true",
+        help="do not keep the index live while the REPL runs (ASKMD_WATCH=0)",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     chunk = commands.add_parser(
@@ -485,6 +520,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--port", type=int, default=8000, help="port (8000); 0 picks a free one and prints it"
     )
+    serve.add_argument(
+        "--no-watch",
+        action="store_true",
+        default=argparse.SUPPRESS,  # so the global flag given before `serve` still counts
+        help="do not apply notes saved on disk while serving (ASKMD_WATCH=0)",
+    )
     serve.set_defaults(run=cmd_serve)
 
     watch = commands.add_parser(
@@ -529,6 +570,7 @@ def main(argv: list[str] | None = None) -> int:
             "top_k": getattr(args, "k", None),
             "chunk_size": getattr(args, "size", None),
             "chunk_overlap": getattr(args, "overlap", None),
+            "watch": False if getattr(args, "no_watch", False) else None,
         }
         settings = load_settings(
             overrides=overrides, need_knowledge_dir=getattr(args, "need_knowledge_dir", True)

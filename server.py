@@ -50,6 +50,7 @@ def serve(settings: Settings, host: str, port: int) -> int:
         index.search("warm up", 1)  # loads the embedder and opens Chroma before any request
         _ = index.chat  # and a local LLM, if one is configured
     logging.basicConfig(format="askmd: %(message)s", level=logging.WARNING, stream=sys.stderr)
+    watcher = _watch(index)
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     url = f"http://{shown}:{bound_port}"
@@ -64,8 +65,24 @@ def serve(settings: Settings, host: str, port: int) -> int:
         timeout_graceful_shutdown=3,
         server_header=False,
     )
-    uvicorn.Server(config).run(sockets=[sock])
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        if watcher is not None:
+            watcher.stop()
     return 0
+
+
+def _watch(index: Index):
+    """Apply notes saved on disk while serving (ASKMD_WATCH), each change one log line."""
+    if not index.settings.watch or index.read_only:
+        return None
+    from watcher import Watcher
+
+    log = logging.getLogger("askmd.server")
+    watcher = Watcher(index, on_change=lambda c: log.warning("%s", c.line()), on_notice=log.warning)
+    watcher.start()
+    return watcher
 
 
 def _protocol() -> type:
