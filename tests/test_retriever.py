@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import answer
 import rag
 import retriever
 from errors import AskmdError
@@ -709,19 +710,26 @@ def test_a_query_of_stop_words_leaves_it_to_dense(english) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_a_ten_thousand_character_query_works(english, mode) -> None:
+def test_a_query_of_the_longest_allowed_length_works(english, mode) -> None:
     # Filler the notes do not contain, then the code at the very end, far past the
     # model's 256 tokens: keyword search still sees it.
-    query = ("lorem ipsum dolor sit amet " * 400)[: 10_000 - len(" LUM-E013")] + " LUM-E013"
-    assert len(query) == 10_000
+    longest = answer.MAX_QUESTION_CHARS
+    query = ("lorem ipsum dolor sit amet " * 400)[: longest - len(" LUM-E013")] + " LUM-E013"
+    assert len(query) == longest
     hits = english.search(query, 5, mode=mode)
     assert len(hits) <= 5
     if mode != "dense":
         assert hits[0].source == "ops/certificates.md"
 
 
-def test_a_ten_thousand_character_chinese_query_works(mixed) -> None:
-    query = ("每天凌晨两点执行数据库备份" * 800)[:10_000]
+@pytest.mark.parametrize("mode", MODES)
+def test_a_longer_query_is_one_clear_refusal(english, mode) -> None:
+    with pytest.raises(AskmdError, match=r"^the query is 10,000 characters long; the most is"):
+        english.search("lorem ipsum " * 833 + "abcd", 5, mode=mode)
+
+
+def test_a_chinese_query_of_the_longest_allowed_length_works(mixed) -> None:
+    query = ("每天凌晨两点执行数据库备份" * 800)[: answer.MAX_QUESTION_CHARS]
     for mode in MODES:
         hits = mixed.search(query, 5, mode=mode)
         assert len(hits) <= 5
