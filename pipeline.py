@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import answer
+import index_home
 import indexer
 import manifest as manifest_file
 import rerank
@@ -181,6 +182,10 @@ class Index:
                 f"the index folder {self.settings.index_dir} is read-only: it can be searched "
                 "but not updated (make it writable, or point --index-dir at another folder)"
             )
+        # An index holding another folder's notes is never wiped; one made here is marked
+        # as this folder's before anything is written into it.
+        index_home.check_owner(self.settings.index_dir, self.settings.knowledge_dir, rebuild)
+        index_home.record_owner(self.settings.index_dir, self.settings.knowledge_dir)
         with self.writer.turn(queue):
             return indexer.sync(
                 self.settings,

@@ -579,8 +579,6 @@ def main(argv: list[str] | None = None) -> int:
         if run is not cmd_chunk:  # an index holding another folder's notes is never wiped
             rebuild = getattr(args, "rebuild", False)
             index_home.check_owner(settings.index_dir, settings.knowledge_dir, rebuild)
-            if run is not cmd_stats:
-                index_home.record_owner(settings.index_dir, settings.knowledge_dir)
         return run(args, settings)
     except AskmdError as exc:
         if args.traceback:
