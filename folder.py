@@ -175,7 +175,7 @@ def ingest(
         written = None
         if content is not None:
             written = write(settings, source, content)
-        report = index.sync(wait=wait)
+        report = index.sync([source], wait=wait)  # this note only: no scan of the folder
         for skipped in report.files_skipped:
             if skipped.source == source:
                 raise BadNote(f"{source} is {skipped.reason}")
@@ -202,7 +202,7 @@ def delete(index: Index, name: str, queue: float | None = None, wait: float = 5.
         if not on_disk and before is None:
             raise NotFound(f"{source}: no such note")
         trash = to_trash(settings, source) if on_disk else None
-        index.sync(wait=wait)
+        index.sync([source], wait=wait)
         return {
             "status": "deleted",
             "file": source,
