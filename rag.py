@@ -158,11 +158,9 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         lines = ", ".join(str(n) for n in skipped[:5]) + (" …" if len(skipped) > 5 else "")
         console.warning(f"{args.queries}: skipped {len(skipped)} empty queries (line {lines})")
     index = Index(settings)
-    with _kept_on_ctrl_c(index):
-        if args.json:
-            report = index.sync()
-        else:
-            report = index.sync(progress=console.SyncProgress(), on_wait=console.warning)
+    with _kept_on_ctrl_c(index):  # a read: a read-only or busy index is scored as it is
+        progress = None if args.json else console.SyncProgress()
+        report = index.sync_to_read(progress, warn=console.warning)
     if not args.json:
         show_sync(index, report)
     result = evaluate.evaluate(

@@ -9,6 +9,7 @@ read and change the notes.
 from __future__ import annotations
 
 import logging
+import signal
 import socket
 import sys
 
@@ -44,8 +45,10 @@ def serve(settings: Settings, host: str, port: int) -> int:
         raise BadRequest(f"--port {port}: give a port from 1 to 65535, or 0 for any free one")
     sock = _bind(host, port)
     index = Index(settings)
-    report = index.sync(progress=console.SyncProgress(), on_wait=console.warning)
-    console.show_sync(report, settings.knowledge_dir, settings.include)
+    # A read-only index folder is served as it is (ingest and DELETE then refuse).
+    report = index.sync_to_read(console.SyncProgress(), warn=console.warning)
+    if report is not None:
+        console.show_sync(report, settings.knowledge_dir, settings.include)
     with console.status("loading the models"):
         index.search("warm up", 1)  # loads the embedder and opens Chroma before any request
         _ = index.chat  # and a local LLM, if one is configured
@@ -65,6 +68,10 @@ def serve(settings: Settings, host: str, port: int) -> int:
         timeout_graceful_shutdown=3,
         server_header=False,
     )
+    # uvicorn passes a SIGTERM it caught on to the handler before it once it has shut
+    # down: exit normally then, so what is cleaned up at exit (a read-only index's private
+    # copy) is, instead of dying by the signal.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:

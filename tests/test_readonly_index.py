@@ -158,3 +158,47 @@ def test_a_read_only_mount_is_read_only(tmp_path: Path) -> None:
         assert Manifest(ix / "manifest.sqlite3", read_only=True).generation() == 4
     finally:
         subprocess.run(["umount", "-l", str(ix)], check=False)
+
+
+def test_eval_scores_a_read_only_index_as_it_is(read_only_index, tmp_path: Path) -> None:
+    run, ix = read_only_index
+    before = listing(ix)
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"query": "port 8420", "relevant": ["guides/ports.md"]}\n')
+    scored = run("eval", str(queries), "--json")
+    assert scored.returncode == 0, scored.stderr
+    assert scored.stderr == NOTICE
+    assert json.loads(scored.stdout)["hit@1"] == 1.0
+    assert listing(ix) == before
+
+
+def test_serve_answers_from_a_read_only_index(read_only_index, tmp_path: Path) -> None:
+    import httpx
+
+    run, ix = read_only_index
+    before = listing(ix)
+    kb = tmp_path / "kb"
+    command = [
+        sys.executable, str(ROOT / "rag.py"), "--knowledge", str(kb), "--index-dir", str(ix),
+        "serve", "--port", "0",
+    ]  # fmt: skip
+    options = unprivileged(TMPDIR=str(tmp_path / "tmp"))
+    del options["capture_output"], options["timeout"]
+    server = subprocess.Popen(
+        command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **options
+    )
+    try:
+        line = server.stdout.readline()
+        assert "askmd serving" in line, server.stderr.read() if server.poll() is not None else line
+        url = line.split(" at ")[-1].strip()
+        with httpx.Client(base_url=url, timeout=30) as api:
+            found = api.post("/api/v1/search", json={"query": "port 8420"}).json()["results"]
+            assert found[0]["source"] == "guides/ports.md"
+            note = {"content": "# New\n\nText.\n", "file_name": "new.md"}
+            refused = api.post("/api/v1/ingest", json=note)
+            assert refused.status_code >= 400 and "read-only" in refused.json()["error"]
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
+    assert "read-only: searching it as it is" in server.stderr.read()
+    assert listing(ix) == before
