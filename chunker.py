@@ -17,10 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
+import vault
+
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from notes import Note
 
-VERSION = "2"  # bump when chunk boundaries change, so indexes built by older code rebuild
+# Bump when chunk boundaries or their search text change, so indexes built by older code
+# rebuild (from the embedding cache where a chunk's text is unchanged).
+VERSION = "3"
 HARD_CAP_FACTOR = 1.5
 MAX_CHAIN_LEVEL = 4  # H5/H6 are body text: too fine-grained to be worth a section
 
@@ -55,6 +61,9 @@ class Chunk:
     mode: str
     title: str
     overlap: int = 0  # characters at the start of `text` repeated from the previous chunk
+    # The same lines as a reader sees them (note-app syntax resolved), when they differ:
+    # what is embedded and keyword-indexed, while `text` is what is quoted.
+    search_text: str | None = None
 
     @property
     def chain_text(self) -> str:
@@ -67,7 +76,8 @@ class Chunk:
         if chain and chain[0] == self.title:
             chain = chain[1:]
         prefix = " > ".join([self.title, *chain]) if self.title else " > ".join(chain)
-        return f"{prefix}\n\n{self.text}" if prefix else self.text
+        text = self.text if self.search_text is None else self.search_text
+        return f"{prefix}\n\n{text}" if prefix else text
 
 
 def hard_cap(size: int) -> int:
@@ -399,11 +409,14 @@ def split(
     first_line: int = 1,
     size: int = 1000,
     overlap: int = 200,
+    edits: Sequence[tuple[int, int, str]] = (),
 ) -> list[Chunk]:
     """Chunk a Markdown body (front matter already removed, newlines normalised to \\n).
 
     `first_line` is the file line number of the body's first line, so that line_start and
-    line_end point into the file as the user sees it.
+    line_end point into the file as the user sees it. `edits` (start, end, replacement)
+    on the body make each chunk's search_text (vault.py); they keep lines, so the cuts,
+    made on the verbatim text, hold for both.
 
     >>> [c.heading_chain for c in split("# A\\n\\ntext\\n\\n## B\\n\\nmore", source="n.md")]
     [('A',), ('A', 'B')]
@@ -417,6 +430,10 @@ def split(
         title = _default_title(layout, source)
     chunks: list[Chunk] = []
     fence_firsts = [f.first for f in layout.fences]
+    line_offsets = [0]
+    if edits:
+        for line in lines[:-1]:
+            line_offsets.append(line_offsets[-1] + len(line) + 1)
     for note in _sections(lines, layout):
         for section in note:
             inside = layout.fences[
@@ -424,10 +441,15 @@ def split(
                     fence_firsts, section.end
                 )
             ]
-            for piece_text, start, end, overlap_chars in _split_section(
+            for piece_text, start, end, overlap_chars, span in _split_section(
                 lines, section, inside, size, overlap
             ):
                 index = len(chunks)
+                searchable = None
+                if edits:
+                    base = line_offsets[section.first]
+                    lo, hi = base + span[0], base + span[1]
+                    searchable = _searchable(text, edits, piece_text, lo, hi)
                 chunks.append(
                     Chunk(
                         id=f"{source}#{index}",
@@ -441,9 +463,23 @@ def split(
                         mode=mode,
                         title=title,
                         overlap=overlap_chars,
+                        search_text=searchable,
                     )
                 )
     return chunks
+
+
+def _searchable(
+    text: str, edits: Sequence[tuple[int, int, str]], piece: str, lo: int, hi: int
+) -> str | None:
+    """The search text of a piece whose body is text[lo:hi] (a fence opener or closer the
+    piece gained kept around it); None when no edit touches it."""
+    clean = vault.apply(text, edits, lo, hi)
+    body = text[lo:hi]
+    if clean == body:
+        return None
+    head = piece.find(body)
+    return piece[:head] + clean + piece[head + len(body) :] if head >= 0 else clean
 
 
 def split_note(note: Note, size: int = 1000, overlap: int = 200) -> list[Chunk]:
@@ -455,6 +491,7 @@ def split_note(note: Note, size: int = 1000, overlap: int = 200) -> list[Chunk]:
         first_line=note.first_line,
         size=size,
         overlap=overlap,
+        edits=note.edits,
     )
 
 
@@ -467,9 +504,9 @@ def _default_title(layout: _Layout, source: str) -> str:
 
 def _split_section(
     lines: list[str], section: _Section, fences: list[_Fence], size: int, overlap: int
-) -> list[tuple[str, int, int, int]]:
+) -> list[tuple[str, int, int, int, tuple[int, int]]]:
     """Cut one section (`fences`: those inside it); return (text, first line index,
-    last line index, overlap chars) per piece."""
+    last line index, overlap chars, body offsets in the section) per piece."""
     section_lines = lines[section.first : section.end]
     text = "\n".join(section_lines)
     starts = [0]
@@ -507,6 +544,7 @@ def _split_section(
                 section.first + first_index,
                 section.first + last_index,
                 overlap_chars,
+                (begin, begin + len(body)),
             )
         )
     return result

@@ -18,6 +18,8 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
+import vault
+
 
 @dataclass(frozen=True)
 class Note:
@@ -29,6 +31,16 @@ class Note:
     tags: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()  # other names of the note, from front matter `aliases`
     warnings: tuple[str, ...] = ()  # problems that did not stop the file from being read
+    # Note-app syntax (vault.py): edits that turn `text` into what a reader sees (same lines),
+    # the links written in it, and its inline tags with their 0-based body line.
+    edits: tuple[vault.Edit, ...] = ()
+    links: tuple[vault.Link, ...] = ()
+    inline_tags: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def search_text(self) -> str:
+        """The body as embedded and keyword-indexed; `text` is what is quoted."""
+        return vault.apply(self.text, self.edits) if self.edits else self.text
 
 
 @dataclass(frozen=True)
@@ -192,6 +204,7 @@ def parse(data: bytes, source: str) -> Note:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     meta, body, first_line, warning = split_front_matter(text)
     title = meta.get("title")
+    found = vault.scan(body)
     return Note(
         source=source,
         text=body,
@@ -201,6 +214,9 @@ def parse(data: bytes, source: str) -> Note:
         tags=_tags(meta.get("tags")),
         aliases=_aliases(meta.get("aliases")),
         warnings=(warning,) if warning else (),
+        edits=found.edits,
+        links=found.links,
+        inline_tags=found.tags,
     )
 
 

@@ -1,0 +1,114 @@
+"""Note-app syntax: the searchable text, links and tags read from a note's body."""
+
+import pytest
+
+import chunker
+import notes
+import vault
+
+# (verbatim line, searchable line, links as (target, heading, embed), tags)
+TABLE = [
+    ("See [[Daily notes]].", "See Daily notes.", [("Daily notes", "", False)], []),
+    (
+        "Use [[Sync#Selective sync|choose what syncs]] now",
+        "Use choose what syncs now",
+        [("Sync", "Selective sync", False)],
+        [],
+    ),
+    ("[[Sync#Selective sync]]", "Sync > Selective sync", [("Sync", "Selective sync", False)], []),
+    ("[[#Local heading]]", "Local heading", [("", "Local heading", False)], []),
+    ("[[Note#^abc123]]", "Note", [("Note", "^abc123", False)], []),
+    ("[[Folder/Note.md|here]]", "here", [("Folder/Note.md", "", False)], []),
+    ("![[Other#Part]]", "Other > Part", [("Other", "Part", True)], []),
+    ("![[diagram.png]]", "diagram.png", [("diagram.png", "", True)], []),
+    ("> [!warning] Loading remote content", "> Loading remote content", [], []),
+    ("> [!tip]- Folded tip", "> Folded tip", [], []),
+    ("> [!example]", "> Example", [], []),
+    ("> [!note] See [[X|the x]]", "> See the x", [("X", "", False)], []),
+    ("A paragraph with an id ^a1b2c3", "A paragraph with an id ", [], []),
+    ("Cost is 5^2", "Cost is 5^2", [], []),
+    ("before %% a secret %% after", "before  after", [], []),
+    ("before <!-- hidden --> after", "before  after", [], []),
+    ("See ((64f1a2b3-0000-4000-8000-00000000abcd)) here", "See  here", [], []),
+    ("tagged #project and #project/alpha", None, [], ["project", "project/alpha"]),
+    ("http://example.com/page#fragment and [x](#anchor)", None, [], []),
+    ("`#code` and `[[code link]]`", None, [], []),
+    ("issue #123 is numeric", None, [], []),
+    ("# A heading, not a tag", None, [], []),
+    ("#tag at line start", None, [], ["tag"]),
+]
+
+
+@pytest.mark.parametrize(("verbatim", "searchable", "links", "tags"), TABLE)
+def test_searchable_text_links_and_tags(verbatim, searchable, links, tags):
+    found = vault.scan(verbatim)
+    assert vault.apply(verbatim, found.edits) == (searchable or verbatim)
+    assert [(k.target, k.heading, k.embed) for k in found.links] == links
+    assert [t for t, _ in found.tags] == tags
+
+
+def test_code_fences_and_multiline_comments_keep_line_numbers():
+    text = "one [[A]]\n```\n[[not]] #nottag\n```\n%% two\nlines %% #real\n<!--\nx\n-->end ^id9"
+    found = vault.scan(text)
+    clean = vault.apply(text, found.edits)
+    assert clean.count("\n") == text.count("\n")
+    assert clean.split("\n") == ["one A", "```", "[[not]] #nottag", "```", "", " #real", "", "",
+                                 "end "]  # fmt: skip
+    assert [(k.target, k.line) for k in found.links] == [("A", 0)]
+    assert found.tags == (("real", 5),)
+
+
+def test_a_range_cut_inside_a_comment_keeps_only_its_newlines():
+    text = "a %% x\ny %% b"
+    edits = vault.scan(text).edits
+    assert vault.apply(text, edits, 0, 5) == "a "
+    assert vault.apply(text, edits, 5, len(text)) == "\n b"
+
+
+def test_resolution_is_case_insensitive_prefers_same_folder_then_shortest_path():
+    r = vault.Resolver(["a/Note.md", "b/c/Note.md", "b/Other.md", "img/diagram.png", "x.md"])
+    assert r.resolve("note", "b/c/y.md") == "b/c/Note.md"  # the linking note's folder
+    assert r.resolve("note", "x.md") == "a/Note.md"  # shortest path of the ambiguous two
+    assert r.resolve("c/note", "x.md") == "b/c/Note.md"  # a partial path
+    assert r.resolve("B/OTHER.md", "x.md") == "b/Other.md"
+    assert r.resolve("diagram.png", "x.md") == "img/diagram.png"  # attachments are links
+    assert r.resolve("missing", "x.md") is None
+    assert r.resolve("", "x.md") == "x.md"  # [[#Heading]]
+
+
+def test_tag_filter_matches_nested_tags():
+    assert vault.tag_matches("#project", ["project/alpha"])
+    assert vault.tag_matches("Project", ["project"])
+    assert not vault.tag_matches("project", ["projects"])
+    assert not vault.tag_matches("project/alpha", ["project"])
+
+
+def test_chunks_quote_verbatim_lines_and_embed_the_searchable_text():
+    data = (
+        b"---\ntags: [guide]\n---\n# Sync\n\nPick [[Sync#Selective sync|what syncs]] ^b1\n\n"
+        b"## Later\n\n%% draft note %%\n> [!tip] Keep it short\n"
+    )
+    note = notes.parse(data, "Sync.md")
+    chunks = chunker.split_note(note, size=40, overlap=0)
+    by_line = {c.line_start: c for c in chunks}
+    first = by_line[4]
+    assert "[[Sync#Selective sync|what syncs]] ^b1" in first.text  # quoted as written
+    assert "Pick what syncs" in first.embedding_text and "[[" not in first.embedding_text
+    later = by_line[8]
+    assert later.text.startswith("## Later") and "%% draft note %%" in later.text
+    assert "draft" not in later.embedding_text and "> Keep it short" in later.embedding_text
+    assert later.line_end == 11  # the file's line numbers, front matter counted
+    plain = chunker.split_note(notes.parse(b"# A\n\nno vault syntax here\n", "a.md"))
+    assert plain[0].search_text is None  # unchanged text: the same embedding, from the cache
+
+
+def test_a_long_line_cut_mid_line_gives_each_piece_its_own_searchable_part():
+    words = " ".join(f"[[Note {i}|word{i}]] filler text." for i in range(60))
+    note = notes.parse(f"# T\n\n{words}\n".encode(), "t.md")
+    chunks = chunker.split_note(note, size=300, overlap=0)
+    assert len(chunks) > 2
+    seen = []
+    for c in chunks:
+        assert "[[" not in c.embedding_text
+        seen += [w for w in c.embedding_text.split() if w.startswith("word")]
+    assert seen == [f"word{i}" for i in range(60)]  # every link once, in order
