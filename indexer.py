@@ -551,8 +551,16 @@ def _store_group(w: _Writer, group: list[tuple[str, notes.Note, list[chunker.Chu
             matrix,
         )
         _write_side(w, [source for source, _, _ in group], side, metadatas)
-        manifest.record(records)
+        manifest.record(records, _links(group))
     progress.advance(files=len(group))
+
+
+def _links(group: list[tuple[str, notes.Note, list[chunker.Chunk]]]) -> dict[str, list]:
+    """The links written in each note, with file line numbers, for the manifest."""
+    return {
+        source: [(k.target, k.heading, note.first_line + k.line, int(k.embed)) for k in note.links]
+        for source, note, _ in group
+    }
 
 
 @dataclass

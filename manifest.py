@@ -61,6 +61,11 @@ CREATE TABLE IF NOT EXISTS postings (
     heading_tf INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (term, doc)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS postings_by_doc ON postings (doc);
+CREATE TABLE IF NOT EXISTS links (
+    source TEXT NOT NULL, target TEXT NOT NULL, heading TEXT NOT NULL,
+    line INTEGER NOT NULL, embed INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS links_by_source ON links (source);
 CREATE TABLE IF NOT EXISTS embeddings (
     embedder TEXT NOT NULL, text_hash TEXT NOT NULL, vector BLOB NOT NULL,
     PRIMARY KEY (embedder, text_hash)
@@ -83,6 +88,9 @@ class FileRecord:
     size: int
     mtime_ns: int
     chunks: int
+
+
+LinkRow = tuple[str, str, int, int]  # (target as written, heading, file line, embed)
 
 
 @dataclass(frozen=True)
@@ -231,13 +239,22 @@ class Manifest:
     def total_chunks(self) -> int:
         return self.db.execute("SELECT COALESCE(SUM(chunks), 0) FROM files").fetchone()[0]
 
-    def record(self, files: Iterable[tuple[FileRecord, list[ChunkRow]]]) -> None:
-        """Store files with their chunks (id, text hash, search terms), replacing what was
-        there: the keyword postings change in the same transaction as the file's hash."""
+    def record(
+        self,
+        files: Iterable[tuple[FileRecord, list[ChunkRow]]],
+        links: dict[str, list[LinkRow]] | None = None,
+    ) -> None:
+        """Store files with their chunks (id, text hash, search terms) and the links written
+        in them, replacing what was there: the keyword postings and links change in the
+        same transaction as the file's hash."""
         with self._transaction():
             postings: list[tuple[str, int, int]] = []
             for rec, chunk_rows in files:
                 self._drop(rec.source)
+                self.db.executemany(
+                    "INSERT INTO links VALUES (?, ?, ?, ?, ?)",
+                    [(rec.source, *row) for row in (links or {}).get(rec.source, [])],
+                )
                 self.db.execute(
                     "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)",
                     (rec.source, rec.md5, rec.size, rec.mtime_ns, rec.chunks),
@@ -261,12 +278,24 @@ class Manifest:
 
     def _drop(self, source: str) -> None:
         self.db.execute("DELETE FROM chunks WHERE source = ?", (source,))
+        self.db.execute("DELETE FROM links WHERE source = ?", (source,))
         docs = [
             r[0] for r in self.db.execute("SELECT doc FROM documents WHERE source = ?", (source,))
         ]
         if docs:  # a new file has none: skip the delete rather than scan for nothing
             self.db.executemany("DELETE FROM postings WHERE doc = ?", [(d,) for d in docs])
             self.db.execute("DELETE FROM documents WHERE source = ?", (source,))
+
+    def links(self) -> list[tuple[str, str, str, int, int]]:
+        """Every link written in the indexed notes: (source, target as written, heading,
+        file line, embed). Resolved when read, against the files there are then, so a
+        note added later mends the links to it without re-indexing their sources."""
+        try:
+            return self.db.execute(
+                "SELECT source, target, heading, line, embed FROM links ORDER BY source, line"
+            ).fetchall()
+        except sqlite3.OperationalError:  # a read-only index made before links were kept
+            return []
 
     def chunk_hashes(self, source: str) -> list[str]:
         rows = self.db.execute("SELECT text_hash FROM chunks WHERE source = ?", (source,))
@@ -289,7 +318,7 @@ class Manifest:
 
     def forget_all(self) -> None:
         with self._transaction():
-            for table in ("files", "chunks", "postings", "documents"):
+            for table in ("files", "chunks", "postings", "documents", "links"):
                 self.db.execute(f"DELETE FROM {table}")
             self.db.execute("DELETE FROM meta WHERE key = 'gate'")
             self._bump()

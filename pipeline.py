@@ -18,6 +18,7 @@ read) and reopens the store when it moved.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -30,6 +31,7 @@ import indexer
 import manifest as manifest_file
 import rerank
 import retriever
+import vault
 from errors import AskmdError, BadRequest
 from manifest import Manifest
 from rwlock import ReadWriteLock, WriterLock
@@ -364,4 +366,49 @@ class Index:
             dimension=int(m.get("dimension") or 0),
             last_sync=m.get("last_sync"),
         )
+        found = self.link_graph()
+        stats.update(links=len(found), broken_links=sum(1 for k in found if k.to is None))
         return stats
+
+    def link_graph(self) -> list[vault.Resolved]:
+        """Every indexed link, resolved against the indexed notes and the files on disk
+        (attachments are link targets too)."""
+        m = self.manifest
+        return vault.graph(m.links(), set(m.files()) | _folder_files(self.settings))
+
+    def links(self, note: str) -> dict:
+        """A note's outgoing links and its backlinks; `note` is a path or a name, found
+        as a link to it would be."""
+        self.follow()
+        indexed = set(self.manifest.files())
+        source = vault.Resolver(indexed).resolve(note.strip().lstrip("/"), "")
+        if not note.strip() or source is None:
+            raise AskmdError(f"no indexed note named {note!r}")
+        found = self.link_graph()
+        return {
+            "note": source,
+            "links": [
+                {"target": k.to or k.target, "heading": k.heading, "line": k.line,
+                 "broken": k.to is None}
+                for k in found
+                if k.source == source
+            ],
+            "backlinks": [
+                {"source": k.source, "line": k.line}
+                for k in found
+                if k.to == source and k.source != source
+            ],
+        }  # fmt: skip
+
+
+def _folder_files(settings: Settings) -> set[str]:
+    """Every file under the knowledge folder but hidden ones, as relative paths."""
+    root = settings.knowledge_dir
+    found: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        rel = os.path.relpath(dirpath, root)
+        for name in filenames:
+            if not name.startswith("."):
+                found.add(name if rel == "." else f"{rel}/{name}".replace(os.sep, "/"))
+    return found

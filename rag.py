@@ -199,6 +199,21 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_links(args: argparse.Namespace, settings: Settings) -> int:
+    """A note's outgoing links (broken ones marked) and the notes that link to it."""
+    found = Index(settings).links(args.note)
+    if args.json:
+        console.print_json(found)
+        return 0
+    print(found["note"])
+    for k in found["links"]:
+        where = f"#{k['heading']}" if k["heading"] else ""
+        print(f"  -> {k['target']}{where} (line {k['line']}){' broken' if k['broken'] else ''}")
+    for k in found["backlinks"]:
+        print(f"  <- {k['source']} (line {k['line']})")
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     """Serve the HTTP API and the web page over the same index."""
     import server
@@ -506,6 +521,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     stats.add_argument("--json", action="store_true", help="print JSON")
     stats.set_defaults(run=cmd_stats)
+
+    links = commands.add_parser(
+        "links",
+        help="a note's links and backlinks",
+        description="The links written in a note (broken ones marked) and the notes that "
+        "link to it, from the index.",
+    )
+    links.add_argument("note", help="the note: its path, or its name as a link gives it")
+    links.add_argument("--json", action="store_true", help="print JSON")
+    links.set_defaults(run=cmd_links)
 
     serve = commands.add_parser(
         "serve",

@@ -222,3 +222,19 @@ def _ends_with(path: str, want: str) -> bool:
 
 def is_note(path: str) -> bool:
     return path.lower().endswith(NOTE_SUFFIXES)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    source: str  # the note the link is written in
+    target: str  # as written
+    heading: str
+    line: int  # file line in the source
+    embed: bool
+    to: str | None  # the file it resolves to; None: broken
+
+
+def graph(rows: Iterable[tuple[str, str, str, int, int]], paths: Iterable[str]) -> list[Resolved]:
+    """Resolve stored links (source, target, heading, line, embed) against the vault's files."""
+    resolver = Resolver(paths)
+    return [Resolved(s, t, h, line, bool(e), resolver.resolve(t, s)) for s, t, h, line, e in rows]

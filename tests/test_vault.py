@@ -5,6 +5,7 @@ import pytest
 import chunker
 import notes
 import vault
+from tests.conftest import write_notes
 
 # (verbatim line, searchable line, links as (target, heading, embed), tags)
 TABLE = [
@@ -112,3 +113,42 @@ def test_a_long_line_cut_mid_line_gives_each_piece_its_own_searchable_part():
         assert "[[" not in c.embedding_text
         seen += [w for w in c.embedding_text.split() if w.startswith("word")]
     assert seen == [f"word{i}" for i in range(60)]  # every link once, in order
+
+
+VAULT = {
+    "Home.md": "# Home\n\nStart at [[Guides/Sync|sync]] and [[sync#Selective sync]].\n"
+    "Also [[Missing note]] and ![[diagram.png]].\n",
+    "Guides/Sync.md": "# Sync\n\n## Selective sync\n\nBack to [[home]]. ^s1\n",
+    "Other/Sync.md": "# Another sync\n\nNot linked by name from Home: Guides/ is nearer.\n",
+    "img/diagram.png": "not really a png",
+}
+
+
+def test_links_command_and_stats_count_the_graph(run_rag, tmp_path):
+    import json
+
+    kb = write_notes(tmp_path / "kb", VAULT)
+    args = ("--knowledge", str(kb), "--index-dir", str(tmp_path / "ix"))
+    assert run_rag(*args, "index").returncode == 0
+    result = run_rag(*args, "links", "Home", "--json")
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert found == {
+        "note": "Home.md",
+        "links": [
+            {"target": "Guides/Sync.md", "heading": "", "line": 3, "broken": False},
+            {"target": "Guides/Sync.md", "heading": "Selective sync", "line": 3, "broken": False},
+            {"target": "Missing note", "heading": "", "line": 4, "broken": True},
+            {"target": "img/diagram.png", "heading": "", "line": 4, "broken": False},
+        ],
+        "backlinks": [{"source": "Guides/Sync.md", "line": 5}],
+    }
+    stats = json.loads(run_rag(*args, "stats", "--json").stdout)
+    assert (stats["links"], stats["broken_links"]) == (5, 1)
+    missing = run_rag(*args, "links", "Nowhere")
+    assert missing.returncode != 0 and len(missing.stderr.strip().splitlines()) == 1
+    # A note added later mends the link to it without re-indexing the note it is in.
+    (kb / "Missing note.md").write_text("# Missing note\n\nHere now.\n", encoding="utf-8")
+    assert run_rag(*args, "index").returncode == 0
+    stats = json.loads(run_rag(*args, "stats", "--json").stdout)
+    assert (stats["links"], stats["broken_links"]) == (5, 0)
