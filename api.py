@@ -52,9 +52,10 @@ class _Body(BaseModel):
 class FiltersBody(_Body):
     source: str | None = Field(None, max_length=1000, examples=["guides/**"])
     heading_level: int | None = Field(None, ge=1, le=4)
+    tag: list[str] | None = Field(None, max_length=20, examples=[["project"]])
 
     def filters(self) -> retriever.Filters | None:
-        return pipeline.filters(self.source, self.heading_level)
+        return pipeline.filters(self.source, self.heading_level, tags=self.tag)
 
 
 class IngestBody(_Body):

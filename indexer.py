@@ -518,7 +518,6 @@ def _store_group(w: _Writer, group: list[tuple[str, notes.Note, list[chunker.Chu
         progress.advance(chunks=len(part))
     progress.advance(chunks=len(chunks) - len(missing))
     side = _embed_side(w, chunks, texts, hashes)
-    tags = {source: note.tags for source, note, _ in group}
     aliases = {source: note.aliases for source, note, _ in group}
     md5s = {source: note.md5 for source, note, _ in group}
     records = []
@@ -538,8 +537,9 @@ def _store_group(w: _Writer, group: list[tuple[str, notes.Note, list[chunker.Chu
     matrix = (
         np.stack([vectors[h] for h in hashes]) if chunks else np.zeros((0, 1), dtype=np.float32)
     )
+    notes_of = {source: note for source, note, _ in group}
     metadatas = [
-        chunk_metadata(c, md5s[c.source], tags[c.source], h)
+        chunk_metadata(c, md5s[c.source], _chunk_tags(notes_of[c.source], c), h)
         for c, h in zip(chunks, hashes, strict=True)
     ]
     with w.commit():  # both stores change together, as readers see them
@@ -553,6 +553,13 @@ def _store_group(w: _Writer, group: list[tuple[str, notes.Note, list[chunker.Chu
         _write_side(w, [source for source, _, _ in group], side, metadatas)
         manifest.record(records, _links(group))
     progress.advance(files=len(group))
+
+
+def _chunk_tags(note: notes.Note, chunk: chunker.Chunk) -> tuple[str, ...]:
+    """The note's front-matter tags and the inline tags written on the chunk's lines."""
+    first, last = chunk.line_start - note.first_line, chunk.line_end - note.first_line
+    inline = (t for t, line in note.inline_tags if first <= line <= last)
+    return tuple(dict.fromkeys([*note.tags, *inline]))
 
 
 def _links(group: list[tuple[str, notes.Note, list[chunker.Chunk]]]) -> dict[str, list]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -48,15 +48,22 @@ Loading = Callable[[str], AbstractContextManager]  # around a slow load, e.g. a 
 
 
 def filters(
-    source: str | None, heading_level: int | None, name: str = "heading_level"
+    source: str | None,
+    heading_level: int | None,
+    name: str = "heading_level",
+    tags: Iterable[str] | None = None,
 ) -> retriever.Filters | None:
-    """Search filters from what a user gave (a path glob, a heading level), or None; a bad
-    level is refused in one line that calls it by the `name` the user gave it by."""
+    """Search filters from what a user gave (a path glob, a heading level, tags: `#project`
+    also takes `#project/alpha`), or None; a bad level is refused in one line that calls
+    it by the `name` the user gave it by."""
     if heading_level is not None and not 1 <= heading_level <= 4:
         raise BadRequest(f"{name} {heading_level}: give 1 to 4 (1 = only under H1 headings)")
-    if not source and not heading_level:
+    wanted = tuple(dict.fromkeys(t.strip().lstrip("#").strip("/") for t in tags or ()))
+    if "" in wanted:
+        raise BadRequest("an empty tag: give it as #project or project")
+    if not source and not heading_level and not wanted:
         return None
-    return retriever.Filters(source=source or "", heading_level=heading_level or 0)
+    return retriever.Filters(source=source or "", heading_level=heading_level or 0, tags=wanted)
 
 
 def check_length(text: str, what: str = "the question") -> None:

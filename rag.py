@@ -186,7 +186,8 @@ def _kept_on_ctrl_c(index: Index) -> Iterator[None]:
 
 def _filters(args: argparse.Namespace) -> retriever.Filters | None:
     source, level = getattr(args, "source", None), getattr(args, "heading_level", None)
-    return pipeline.filters(source, level, name="--heading-level")
+    tags = getattr(args, "tag", None)
+    return pipeline.filters(source, level, name="--heading-level", tags=tags)
 
 
 def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
@@ -420,6 +421,13 @@ def _add_filters(command: argparse.ArgumentParser) -> None:
         type=int,
         metavar="N",
         help="only chunks under headings of level N or higher (1 = H1)",
+    )
+    command.add_argument(
+        "--tag",
+        action="append",
+        metavar="TAG",
+        help="only chunks tagged TAG (front matter or inline; #project takes #project/alpha); "
+        "repeat to require several",
     )
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import embedding_models as models
 import notes
+import vault
 from terms import cjk_share, content_terms
 
 if TYPE_CHECKING:
@@ -64,10 +65,15 @@ class Filters:
 
     source: str = ""  # a glob on the path inside the knowledge folder, e.g. "guides/**"
     heading_level: int = 0  # only chunks under a heading of this level or higher (1 = H1)
+    tags: tuple[str, ...] = ()  # only chunks with every one of these tags (or tags under them)
 
     def allows(self, metadata: dict) -> bool:
         if self.source and not notes.matches(str(metadata.get("source", "")), (self.source,)):
             return False
+        if self.tags:
+            have = [t for t in str(metadata.get("tags", "")).split(",") if t]
+            if not all(vault.tag_matches(t, have) for t in self.tags):
+                return False
         level = int(metadata.get("heading_level", 0) or 0)
         return not self.heading_level or level <= self.heading_level
 

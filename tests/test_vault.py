@@ -152,3 +152,41 @@ def test_links_command_and_stats_count_the_graph(run_rag, tmp_path):
     assert run_rag(*args, "index").returncode == 0
     stats = json.loads(run_rag(*args, "stats", "--json").stdout)
     assert (stats["links"], stats["broken_links"]) == (5, 0)
+
+
+TAGGED = {
+    "alpha.md": "---\ntags: [project/alpha]\n---\n# Alpha\n\nThe deploy checklist for alpha.\n",
+    "beta.md": "# Beta\n\nThe deploy checklist for beta. #project/beta\n\n"
+    "## Untagged part\n\nAnother deploy checklist, with no tag here.\n",
+    "gamma.md": "# Gamma\n\nThe deploy checklist for gamma. #personal\n",
+}
+
+
+def test_tag_filters_search_and_ask_from_the_cli(run_rag, tmp_path):
+    import json
+
+    kb = write_notes(tmp_path / "kb", TAGGED)
+    args = ("--knowledge", str(kb), "--index-dir", str(tmp_path / "ix"))
+    result = run_rag(*args, "search", "deploy checklist", "--tag", "#project", "--json", "-k", "10")
+    assert result.returncode == 0, result.stderr
+    hits = json.loads(result.stdout)["results"]
+    # Front-matter tags cover the note; an inline tag covers only its chunk.
+    assert sorted((h["source"], h["line_start"]) for h in hits) == [("alpha.md", 4), ("beta.md", 1)]
+    both = run_rag(*args, "search", "deploy", "--tag", "project", "--tag", "project/beta", "--json")
+    assert [h["source"] for h in json.loads(both.stdout)["results"]] == ["beta.md"]
+    none = run_rag(*args, "search", "deploy", "--tag", "projects", "--json")
+    assert json.loads(none.stdout)["results"] == []
+    ask = run_rag(*args, "ask", "deploy checklist?", "--tag", "personal", "--json")
+    assert ask.returncode == 0, ask.stderr
+    assert {r["source"] for r in json.loads(ask.stdout)["references"]} == {"gamma.md"}
+
+
+def test_tag_filter_over_the_api(tmp_path):
+    from tests.serving import Server
+
+    with Server(tmp_path, TAGGED) as server:
+        client = server.client()
+        body = {"query": "deploy checklist", "top_k": 10, "filters": {"tag": ["#personal"]}}
+        reply = client.post("/api/v1/search", json=body)
+        assert reply.status_code == 200, reply.text
+        assert [h["source"] for h in reply.json()["results"]] == ["gamma.md"]
