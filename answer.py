@@ -18,6 +18,7 @@ from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from chunker import pages_label
 from errors import LLMFailed, first_line
 from terms import content_terms, has_cjk
 
@@ -78,6 +79,8 @@ class Reference:
     line_start: int
     line_end: int
     text: str  # the quoted fragment: a verbatim piece of the passage
+    page_start: int | None = None  # 1-based, for paged formats (PDF); else None
+    page_end: int | None = None
 
     def to_json(self) -> dict:
         return {
@@ -86,6 +89,8 @@ class Reference:
             "heading_chain": self.heading_chain,
             "line_start": self.line_start,
             "line_end": self.line_end,
+            "page_start": self.page_start,
+            "page_end": self.page_end,
             "text": self.text,
         }
 
@@ -231,6 +236,9 @@ def build_messages(question: str, hits: list[Hit], query: str = "") -> list[dict
 
 def _label(hit: Hit) -> str:
     chain = f" › {hit.heading_chain}" if hit.heading_chain else ""
+    pages = pages_label(hit.page_start, hit.page_end)
+    if pages:
+        return f"{hit.source} {pages}{chain}"
     return f"{hit.source}{chain} (lines {hit.line_start}–{hit.line_end})"
 
 
@@ -558,7 +566,10 @@ def references(text: str, cited: list[int], hits: list[Hit]) -> list[Reference]:
         hit = hits[n - 1]
         fragment = _best_fragment(hit, " ".join(claims[n]))
         out.append(
-            Reference(n, hit.source, hit.heading_chain, hit.line_start, hit.line_end, fragment)
+            Reference(
+                n, hit.source, hit.heading_chain, hit.line_start, hit.line_end, fragment,
+                hit.page_start, hit.page_end,
+            )  # fmt: skip
         )
     return out
 
@@ -621,7 +632,10 @@ def extractive(query: str, hits: list[Hit], max_sentences: int = 3) -> tuple[str
             seen.add(n)
             hit = hits[n - 1]
             refs.append(
-                Reference(n, hit.source, hit.heading_chain, hit.line_start, hit.line_end, quoted)
+                Reference(
+                    n, hit.source, hit.heading_chain, hit.line_start, hit.line_end, quoted,
+                    hit.page_start, hit.page_end,
+                )  # fmt: skip
             )
     return "\n".join(lines), refs
 

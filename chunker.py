@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -64,6 +64,8 @@ class Chunk:
     # The same lines as a reader sees them (note-app syntax resolved), when they differ:
     # what is embedded and keyword-indexed, while `text` is what is quoted.
     search_text: str | None = None
+    page_start: int | None = None  # 1-based pages, for paged formats (PDF); else None
+    page_end: int | None = None
 
     @property
     def chain_text(self) -> str:
@@ -482,9 +484,19 @@ def _searchable(
     return piece[:head] + clean + piece[head + len(body) :] if head >= 0 else clean
 
 
+def pages_label(page_start: int | None, page_end: int | None) -> str:
+    """`p. 12` or `p. 12–13`; empty for formats without pages."""
+    if page_start is None:
+        return ""
+    if page_end is None or page_end == page_start:
+        return f"p. {page_start}"
+    return f"p. {page_start}–{page_end}"
+
+
 def split_note(note: Note, size: int = 1000, overlap: int = 200) -> list[Chunk]:
-    """Chunk a notes.Note: its body, title and first line number in the file."""
-    return split(
+    """Chunk a notes.Note: its body, title and first line number in the file. A paged
+    note's chunks then learn their pages from the note's line-to-page map."""
+    chunks = split(
         note.text,
         source=note.source,
         title=note.title,
@@ -493,6 +505,13 @@ def split_note(note: Note, size: int = 1000, overlap: int = 200) -> list[Chunk]:
         overlap=overlap,
         edits=note.edits,
     )
+    if not note.pages:
+        return chunks
+    paged = []
+    for c in chunks:
+        first, last = note.page_span(c.line_start, c.line_end)
+        paged.append(replace(c, page_start=first, page_end=last))
+    return paged
 
 
 def _default_title(layout: _Layout, source: str) -> str:

@@ -94,6 +94,7 @@ def show_chunks(file: str, mode: str, chunks: list[chunker.Chunk], size: int) ->
         title = Text.assemble(
             (f"#{c.chunk_index} ", "bold cyan"),
             (f"lines {c.line_start}–{c.line_end} ", "green"),
+            (_pages(c.page_start, c.page_end, " ").lstrip(), "green"),
             (chain, "bold"),
             (f"  {len(c.text)} chars", "dim"),
             (f", {c.overlap} overlap" if c.overlap else "", "dim"),
@@ -234,8 +235,9 @@ def show_hits(hits, query: str) -> None:
             (f"[{hit.rank}] ", "bold cyan"),
             (f"{hit.score:.3f} ", "magenta"),
             (clean(hit.source), "bold"),
+            (_pages(hit.page_start, hit.page_end), "green"),
             (f" › {clean(hit.heading_chain)}" if hit.heading_chain else "", ""),
-            (f" (lines {hit.line_start}–{hit.line_end})", "green"),
+            _lines(hit),
         )
         text = clean(hit.text)
         snippet = text if len(text) <= 600 else text[:600].rstrip() + " …"
@@ -492,6 +494,19 @@ def show_answer(answer: Answer, hint: bool = True) -> None:
         err.print(f"[dim]{escape(ENABLE_GENERATION)}[/]")
 
 
+def _pages(page_start: int | None, page_end: int | None, sep: str = "") -> str:
+    """` p. 12–13` for a paged format (PDF), else nothing."""
+    label = chunker.pages_label(page_start, page_end)
+    return f" {label}{sep}" if label else ""
+
+
+def _lines(where) -> tuple[str, str]:
+    """` (lines a–b)`, which a paged format's page label stands in for."""
+    if getattr(where, "page_start", None) is not None:
+        return ("", "")
+    return (f" (lines {where.line_start}–{where.line_end})", "green")
+
+
 def show_references(references: list[Reference]) -> None:
     """`[n] path › heading chain (lines a–b)` and the quoted fragment, in citation order."""
     if not references:
@@ -503,8 +518,9 @@ def show_references(references: list[Reference]) -> None:
             Text.assemble(
                 (f"[{ref.n}] ", CITATION_STYLE),
                 (clean(ref.source), "bold"),
+                (_pages(ref.page_start, ref.page_end), "green"),
                 clean(chain),
-                (f" (lines {ref.line_start}–{ref.line_end})", "green"),
+                _lines(ref),
             ),
             soft_wrap=True,
         )

@@ -8,6 +8,7 @@ Skipped with a reason and the run goes on; this module never prints and never ch
 
 from __future__ import annotations
 
+import bisect
 import codecs
 import hashlib
 import os
@@ -18,6 +19,7 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
+import readers
 import vault
 
 
@@ -36,6 +38,15 @@ class Note:
     edits: tuple[vault.Edit, ...] = ()
     links: tuple[vault.Link, ...] = ()
     inline_tags: tuple[tuple[str, int], ...] = ()
+    pages: tuple[int, ...] = ()  # paged formats (PDF): the body line each page starts on
+
+    def page_span(self, line_start: int, line_end: int) -> tuple[int | None, int | None]:
+        """The 1-based pages a body line range covers; (None, None) for unpaged formats."""
+        if not self.pages:
+            return None, None
+        return bisect.bisect_right(self.pages, line_start), bisect.bisect_right(
+            self.pages, line_end
+        )
 
     @property
     def search_text(self) -> str:
@@ -180,11 +191,16 @@ def read(root: Path, source: str, max_bytes: int | None = None) -> Note:
         st = path.stat()
         if not stat.S_ISREG(st.st_mode):
             raise Unreadable("not a regular file")
+        fmt = readers.kind(source)
+        if fmt in readers.BINARY:
+            return _convert(path, source, fmt, st.st_size, max_bytes)
         if max_bytes is not None and st.st_size > max_bytes:
             raise Unreadable(
                 f"{st.st_size / 1048576:.1f} MB, over the {max_bytes / 1048576:.4g} MB limit "
                 "(ASKMD_MAX_FILE_MB)"
             )
+        if fmt is not None:
+            return _convert(path, source, fmt, st.st_size, max_bytes)
         data = path.read_bytes()
     except FileNotFoundError:
         raise Unreadable("vanished before it could be read") from None
@@ -195,6 +211,34 @@ def read(root: Path, source: str, max_bytes: int | None = None) -> Note:
     except OSError as exc:
         raise Unreadable(f"cannot be read ({exc.strerror or exc})") from None
     return parse(data, source)
+
+
+def _convert(path: Path, source: str, fmt: str, size: int, max_bytes: int | None) -> Note:
+    """A PDF, Word, HTML or text file as a Note of Markdown (see readers). A PDF, DOCX or
+    HTML file may be larger on disk, for its images or markup: the limit applies to the
+    text taken from it."""
+    limit = max_bytes
+    if fmt in readers.BINARY and max_bytes is not None:
+        if size > max_bytes * readers.RAW_FACTOR:
+            raise Unreadable(
+                f"{size / 1048576:.1f} MB, over the {max_bytes * readers.RAW_FACTOR / 1048576:.4g}"
+                f" MB limit for {fmt.upper()} files ({readers.RAW_FACTOR}x ASKMD_MAX_FILE_MB)"
+            )
+    else:
+        limit = None  # already checked on the file's size
+    digest = hashlib.md5()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    converted = readers.convert(path, fmt, limit)
+    return Note(
+        source=source,
+        text=converted.text,
+        first_line=1,
+        md5=digest.hexdigest(),
+        title=converted.title,
+        pages=converted.pages,
+    )
 
 
 def parse(data: bytes, source: str) -> Note:

@@ -34,7 +34,8 @@ def cmd_chunk(args: argparse.Namespace, settings: Settings) -> int:
     path = Path(args.path)
     if not path.is_file():
         what = "is not a file" if path.exists() else "does not exist"
-        raise AskmdError(f"{args.path} {what}: give the path of a Markdown file")
+        kinds = "Markdown, PDF, DOCX, HTML or TXT"
+        raise AskmdError(f"{args.path} {what}: give the path of a {kinds} file")
     root, source = _source_of(path, settings.knowledge_dir)
     try:
         note = notes.read(root, source, settings.max_file_bytes)
@@ -69,6 +70,8 @@ def _chunk_json(c: chunker.Chunk) -> dict:
         "heading_level": c.heading_level,
         "line_start": c.line_start,
         "line_end": c.line_end,
+        "page_start": c.page_start,
+        "page_end": c.page_end,
         "chars": len(c.text),
         "overlap": c.overlap,
         "text": c.text,
@@ -456,11 +459,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     chunk = commands.add_parser(
         "chunk",
-        help="show how one Markdown file is split into chunks",
-        description="Show how one Markdown file is split into chunks: mode, heading chain, "
-        "lines and text of each chunk.",
+        help="show how one file is split into chunks",
+        description="Show how one file (Markdown, PDF, DOCX, HTML, TXT) is split into chunks: "
+        "mode, heading chain, lines, pages and text of each chunk.",
     )
-    chunk.add_argument("path", metavar="PATH", help="a Markdown file")
+    chunk.add_argument("path", metavar="PATH", help="a Markdown, PDF, DOCX, HTML or TXT file")
     chunk.add_argument("--json", action="store_true", help="print JSON instead of panels")
     chunk.add_argument("--size", type=int, metavar="N", help="target chunk size (ASKMD_CHUNK_SIZE)")
     chunk.add_argument(

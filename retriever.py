@@ -45,6 +45,8 @@ class Hit:
     line_start: int
     line_end: int
     text: str
+    page_start: int | None = None  # 1-based, for paged formats (PDF); else None
+    page_end: int | None = None
 
     def to_json(self) -> dict:
         return {
@@ -54,9 +56,15 @@ class Hit:
             "heading_chain": self.heading_chain,
             "line_start": self.line_start,
             "line_end": self.line_end,
+            "page_start": self.page_start,
+            "page_end": self.page_end,
             "chunk_id": self.chunk_id,
             "text": self.text,
         }
+
+
+def _page(value: object) -> int | None:
+    return None if value is None else int(value)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -240,6 +248,8 @@ def _hits(scored: list[tuple[Stored, float]], k: int) -> list[Hit]:
             line_start=int(s.metadata.get("line_start", 0)),
             line_end=int(s.metadata.get("line_end", 0)),
             text=s.text,
+            page_start=_page(s.metadata.get("page_start")),
+            page_end=_page(s.metadata.get("page_end")),
         )
         for rank, (s, score) in enumerate(kept, start=1)
     ]

@@ -33,7 +33,10 @@ class Settings:
     index_dir: Path = None  # type: ignore[assignment]
     chunk_size: int = 1000
     chunk_overlap: int = 200
-    include: tuple[str, ...] = ("*.md", "*.markdown")
+    # Markdown, plus the formats readers.py converts; ASKMD_EXCLUDE=*.pdf switches one off.
+    include: tuple[str, ...] = (
+        "*.md", "*.markdown", "*.pdf", "*.docx", "*.html", "*.htm", "*.txt",
+    )  # fmt: skip
     exclude: tuple[str, ...] = ()
     max_file_mb: float = 10.0
     watch: bool = True  # keep the index live while the REPL or serve runs

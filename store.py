@@ -57,7 +57,9 @@ class Stored:
 
 
 def chunk_metadata(chunk: Chunk, md5: str, tags: Sequence[str], text_hash: str) -> dict:
-    """Chroma metadata is scalar: the chain and tags are joined into strings."""
+    """Chroma metadata is scalar: the chain and tags are joined into strings. Pages are
+    left out for formats without them (Chroma stores no nulls)."""
+    pages = {"page_start": chunk.page_start, "page_end": chunk.page_end}
     return {
         "source": chunk.source,
         "chunk_index": chunk.chunk_index,
@@ -70,6 +72,7 @@ def chunk_metadata(chunk: Chunk, md5: str, tags: Sequence[str], text_hash: str) 
         "tags": ",".join(tags),
         "md5": md5,
         "text_hash": text_hash,
+        **({} if chunk.page_start is None else pages),
     }
 
 

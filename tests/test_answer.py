@@ -233,8 +233,12 @@ def test_reference_to_json_keys() -> None:
         "heading_chain": "A › B",
         "line_start": 5,
         "line_end": 9,
+        "page_start": None,
+        "page_end": None,
         "text": "Quoted.",
     }
+    paged = Reference(1, "m.pdf", "A", 3, 8, "Quoted.", page_start=12, page_end=13)
+    assert (paged.to_json()["page_start"], paged.to_json()["page_end"]) == (12, 13)
 
 
 def test_references_empty_when_nothing_cited() -> None:

@@ -223,7 +223,8 @@ def test_search_answers_with_the_search_json_object_best_first(api: httpx.Client
     assert list(body) == ["query", "results"]
     assert body["query"] == "which port does the API listen on"
     results = body["results"]
-    fields = ["rank", "score", "source", "heading_chain", "line_start", "line_end", "chunk_id"]
+    fields = ["rank", "score", "source", "heading_chain", "line_start", "line_end"]
+    fields += ["page_start", "page_end", "chunk_id"]
     assert all(list(r) == [*fields, "text"] for r in results)
     assert [r["rank"] for r in results] == list(range(1, len(results) + 1))
     assert results[0]["source"] == "guides/ports.md" and "8420" in results[0]["text"]

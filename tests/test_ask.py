@@ -396,7 +396,10 @@ def assert_references_are_real(data: dict, kb: Path, request: Request) -> None:
     sources = prompt_sources(request)
     assert [r["n"] for r in data["references"]] == data["citations"]
     for ref in data["references"]:
-        assert set(ref) == {"n", "source", "heading_chain", "line_start", "line_end", "text"}
+        assert set(ref) == {
+            "n", "source", "heading_chain", "line_start", "line_end", "page_start", "page_end",
+            "text",
+        }  # fmt: skip
         assert label(ref) == sources[ref["n"]][0]
         on_disk = (kb / ref["source"]).read_text(encoding="utf-8")
         assert ref["text"] and ref["text"] in on_disk

@@ -63,9 +63,10 @@ def test_bad_files_give_one_line_errors(run_rag, tmp_path: Path) -> None:
     (tmp_path / "latin1.md").write_bytes("café".encode("latin-1"))
     (tmp_path / "binary.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
     (tmp_path / "folder.md").mkdir()
+    kinds = "Markdown, PDF, DOCX, HTML or TXT"
     cases = {
-        "missing.md": "error: missing.md does not exist: give the path of a Markdown file\n",
-        "folder.md": "error: folder.md is not a file: give the path of a Markdown file\n",
+        "missing.md": f"error: missing.md does not exist: give the path of a {kinds} file\n",
+        "folder.md": f"error: folder.md is not a file: give the path of a {kinds} file\n",
         "latin1.md": "error: latin1.md is not UTF-8 (byte 0xe9 at offset 3); re-save it as UTF-8\n",
         "binary.md": "error: binary.md is binary (it contains NUL bytes), not a text note\n",
     }
@@ -169,8 +170,10 @@ def test_index_search_stats_json(run_rag, kb: Path, embed_server) -> None:
     assert data["query"] == "port of the API"
     assert [r["rank"] for r in data["results"]] == [1, 2]
     assert set(data["results"][0]) == {
-        "rank", "score", "source", "heading_chain", "line_start", "line_end", "chunk_id", "text"
+        "rank", "score", "source", "heading_chain", "line_start", "line_end", "page_start",
+        "page_end", "chunk_id", "text"
     }  # fmt: skip
+    assert data["results"][0]["page_start"] is None  # Markdown has no pages
     ids = {r["chunk_id"]: r for r in data["results"]}
     for chunk_id, r in ids.items():
         assert chunk_id.startswith(r["source"] + "#")
@@ -244,7 +247,8 @@ def test_an_empty_knowledge_folder_warns(run_rag, tmp_path: Path) -> None:
     result = run_rag("--knowledge", "empty", "index")
     assert result.returncode == 0
     assert result.stderr.splitlines()[0] == (
-        "warning: no notes found in empty/ (looked for *.md, *.markdown). "
+        "warning: no notes found in empty/ (looked for *.md, *.markdown, *.pdf, *.docx, "
+        "*.html, *.htm, *.txt). "
         "Add notes, or set ASKMD_KNOWLEDGE_DIR or ASKMD_INCLUDE."
     )
 

@@ -52,7 +52,7 @@ def test_defaults_without_knowledge_check():
         knowledge_dir=Path("knowledge"),
         chunk_size=1000,
         chunk_overlap=200,
-        include=("*.md", "*.markdown"),
+        include=("*.md", "*.markdown", "*.pdf", "*.docx", "*.html", "*.htm", "*.txt"),
         exclude=(),
         max_file_mb=10.0,
     )

@@ -113,6 +113,11 @@ function markdown(text) {
 
 function where(item) {
   const chain = item.heading_chain ? ` › ${item.heading_chain}` : "";
+  if (item.page_start != null) {
+    const pages = item.page_end && item.page_end !== item.page_start
+      ? `${item.page_start}–${item.page_end}` : `${item.page_start}`;
+    return `${item.source} p. ${pages}${chain}`;
+  }
   return `${item.source}${chain} · lines ${item.line_start}–${item.line_end}`;
 }
 

@@ -1,0 +1,450 @@
+"""Turn PDF, Word, HTML and plain-text files into the Markdown the chunker reads.
+
+Each reader returns the Markdown body (headings where the format has them) and, for
+paged formats, the body line each page starts on: the chunker stays format-blind, and a
+chunk's line range maps back to its pages afterwards. A file that cannot be converted
+raises notes.Unreadable with a one-line reason, so one bad file never stops a run.
+
+pypdf (pure Python, BSD) reads PDFs: markitdown's PDF path was far slower with no
+headings, and PyMuPDF is AGPL. python-docx reads Word, selectolax (lexbor) reads HTML.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+# pypdf logs recoverable damage as warnings; the one-line skip reason is what users see,
+# and a stray line on stderr or stdout would break the MCP transport and --json output.
+logging.getLogger("pypdf").setLevel(logging.CRITICAL + 1)
+
+SUFFIXES = {".pdf": "pdf", ".docx": "docx", ".html": "html", ".htm": "html", ".txt": "txt"}
+# The size limit is on the text taken from these: images and markup weigh little.
+BINARY = {"pdf", "docx", "html"}
+RAW_FACTOR = 10  # such a file may be this many times ASKMD_MAX_FILE_MB on disk
+DOCX_MAX_UNZIPPED = 256 * 1024 * 1024  # bounded decompression: a zip bomb stops here
+DOCX_MAX_RATIO = 200  # a real document.xml compresses ~10x; a bomb, thousands of times
+_LIST = re.compile(r"^ *(?:- |1\. )")
+NO_TEXT = "no text layer: scanned? run OCR first"
+
+# Lines of converted text that Markdown would read as structure: escaped, so a PDF line
+# "# of items" or "-----" is text, not a heading, separator or fence.
+_MARKDOWN_LINE = re.compile(
+    r"^ {0,3}(?:#{1,6}(?:[ \t]|$)|(?:-{3,}|\*{3,}|_{3,}|=+)[ \t]*$|`{3,}|~{3,})"
+)
+_SPACES = re.compile(r"[ \t\r\f\v\u00a0]+")
+# Typographic ligatures (ﬁ, ﬂ) that PDF text keeps: "reﬁll" must match a search for "refill".
+_LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi",
+                            "\ufb04": "ffl", "\ufb05": "st", "\ufb06": "st"})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Converted:
+    text: str  # Markdown, newlines \n
+    title: str | None = None
+    pages: tuple[int, ...] = ()  # 1-based body line each page starts on; () if unpaged
+
+
+class TooLong(Exception):
+    """Extracted text over the size limit."""
+
+
+def kind(source: str) -> str | None:
+    """The reader for a path by its suffix, or None for Markdown and everything else."""
+    return SUFFIXES.get(Path(source).suffix.lower())
+
+
+def convert(path: Path, fmt: str, max_chars: int | None = None) -> Converted:
+    """Convert one file; raise notes.Unreadable with a one-line reason."""
+    from notes import Unreadable
+
+    try:
+        return {"pdf": read_pdf, "docx": read_docx, "html": read_html, "txt": read_txt}[fmt](
+            path, max_chars
+        )
+    except TooLong:
+        limit = (max_chars or 0) / 1048576
+        raise Unreadable(f"its text is over the {limit:.4g} MB limit (ASKMD_MAX_FILE_MB)") from None
+    except (Unreadable, OSError):
+        raise
+    except RecursionError:
+        raise Unreadable(f"not a readable {fmt.upper()} file (nested too deeply)") from None
+    except Exception as exc:  # a damaged file can fail anywhere inside the parsers
+        raise Unreadable(f"not a readable {fmt.upper()} file ({_first_line(exc)})") from None
+
+
+def escape_line(line: str) -> str:
+    return "\\" + line.lstrip(" ") if _MARKDOWN_LINE.match(line) else line
+
+
+class _Budget:
+    def __init__(self, max_chars: int | None):
+        self.left = max_chars
+
+    def take(self, text: str) -> str:
+        if self.left is not None:
+            self.left -= len(text)
+            if self.left < 0:
+                raise TooLong
+        return text
+
+
+# --- PDF ---------------------------------------------------------------------------------
+
+
+def read_pdf(path: Path, max_chars: int | None = None) -> Converted:
+    """Text page by page; outline entries become headings on the page they point to.
+
+    Pages are extracted one at a time and each page's parsed objects are dropped after
+    use, so a 2,000-page manual does not hold the whole document's objects in memory.
+    """
+    from pypdf import PdfReader
+    from pypdf.errors import FileNotDecryptedError, PdfReadError
+
+    from notes import Unreadable
+
+    try:
+        reader = PdfReader(path)
+    except PdfReadError as exc:
+        raise Unreadable(f"not a readable PDF ({_first_line(exc)})") from None
+    if reader.is_encrypted:
+        try:
+            opened = reader.decrypt("")  # owner-password-only PDFs open with an empty one
+        except Exception:
+            opened = 0
+        if not opened:
+            raise Unreadable("an encrypted PDF (password-protected); save an unprotected copy")
+    try:
+        count = len(reader.pages)
+    except (PdfReadError, FileNotDecryptedError) as exc:
+        raise Unreadable(f"not a readable PDF ({_first_line(exc)})") from None
+    headings = _outline(reader)
+    budget = _Budget(max_chars)
+    lines: list[str] = []
+    pages: list[int] = []
+    any_text = False
+    for number in range(count):
+        pages.append(len(lines) + 1)
+        page = reader.pages[number]
+        text = (page.extract_text() or "").translate(_LIGATURES)
+        _forget(reader, page)
+        page_lines = [escape_line(_SPACES.sub(" ", ln).strip()) for ln in text.split("\n")]
+        any_text = any_text or any(page_lines)
+        page_lines = _place_headings(page_lines, headings.get(number, []))
+        lines.extend(budget.take(ln) for ln in page_lines)
+        lines.append("")
+    if count and not any_text:
+        raise Unreadable(NO_TEXT)
+    title = _pdf_title(reader)
+    return Converted("\n".join(lines), title, tuple(pages))
+
+
+def _forget(reader, page) -> None:
+    """Drop what pypdf cached while reading one page: its fonts and content streams."""
+    cache = getattr(reader, "resolved_objects", None)
+    if isinstance(cache, dict):
+        cache.clear()
+    for attr in ("_page_contents", "_contents_cache"):
+        if hasattr(page, attr):
+            try:
+                delattr(page, attr)
+            except AttributeError:
+                pass
+
+
+def _outline(reader) -> dict[int, list[tuple[int, str]]]:
+    """{0-based page: [(level, title)]} from the bookmarks; a broken outline is no outline."""
+    found: dict[int, list[tuple[int, str]]] = {}
+
+    def walk(items, level: int) -> None:
+        for item in items:
+            if isinstance(item, list):
+                walk(item, level + 1)
+                continue
+            title = _SPACES.sub(" ", str(getattr(item, "title", "") or "")).strip()
+            try:
+                page = reader.get_destination_page_number(item)
+            except Exception:
+                continue
+            if title and page is not None and page >= 0:
+                found.setdefault(page, []).append((min(level, 4), title))
+
+    try:
+        walk(reader.outline, 1)
+    except Exception:
+        return {}
+    return found
+
+
+def _place_headings(lines: list[str], headings: list[tuple[int, str]]) -> list[str]:
+    """Put each heading where its title is printed on the page, else at the page's top."""
+    top: list[str] = []
+    for level, title in headings:
+        heading = "#" * level + " " + title
+        wanted = _fold(title)
+        at = next((i for i, ln in enumerate(lines) if ln and _fold(ln) == wanted), None)
+        if at is None:
+            top += [heading, ""]
+        else:
+            lines = lines[:at] + ["", heading, ""] + lines[at + 1 :]
+    return top + lines
+
+
+def _fold(text: str) -> str:
+    return re.sub(r"\W+", "", text.lstrip("\\")).casefold()
+
+
+def _pdf_title(reader) -> str | None:
+    try:
+        title = (reader.metadata or {}).get("/Title")
+    except Exception:
+        return None
+    title = _SPACES.sub(" ", str(title or "")).strip()
+    return title or None
+
+
+# --- DOCX --------------------------------------------------------------------------------
+
+
+def read_docx(path: Path, max_chars: int | None = None) -> Converted:
+    """Heading 1-4 styles become headings; lists become `-`/`1.` items, tables pipe tables."""
+    import docx
+    from docx.table import Table
+
+    _check_zip(path)
+    document = docx.Document(str(path))
+    budget = _Budget(max_chars)
+    lines: list[str] = []
+    for block in document.iter_inner_content():
+        if isinstance(block, Table):
+            lines.extend(budget.take(row) for row in _docx_table(block))
+            lines.append("")
+        else:
+            line = _docx_paragraph(block)
+            if line:
+                if _LIST.match(line) and len(lines) > 1 and _LIST.match(lines[-2]):
+                    lines.pop()  # items of one list stay together
+                lines.extend([budget.take(line), ""])
+    title = (document.core_properties.title or "").strip() or None
+    return Converted("\n".join(lines).rstrip("\n") + "\n", title)
+
+
+def _check_zip(path: Path) -> None:
+    """Refuse a .docx that is not a zip, or would unzip to far more than it weighs.
+
+    The declared sizes are what Python's zipfile decompresses to at most, so checking
+    them before python-docx reads anything bounds the memory a zip bomb can take.
+    """
+    from notes import Unreadable
+
+    if not zipfile.is_zipfile(path):
+        raise Unreadable("not a Word .docx file (it is not a zip archive)")
+    with zipfile.ZipFile(path) as z:
+        infos = z.infolist()
+    total = sum(i.file_size for i in infos)
+    worst = max((i.file_size / max(i.compress_size, 1) for i in infos), default=0)
+    if total > DOCX_MAX_UNZIPPED or (total > 1048576 and worst > DOCX_MAX_RATIO):
+        raise Unreadable(f"would unzip to {total / 1048576:.0f} MB (a zip bomb?); not read")
+    if "word/document.xml" not in {i.filename for i in infos}:
+        raise Unreadable("not a Word .docx file (no word/document.xml inside)")
+
+
+def _docx_paragraph(paragraph) -> str:
+    text = _SPACES.sub(" ", paragraph.text.replace("\n", " ")).strip()
+    if not text:
+        return ""
+    style = (paragraph.style.name if paragraph.style is not None else "") or ""
+    heading = re.fullmatch(r"Heading ([1-9])", style)
+    if heading:
+        return "#" * min(int(heading.group(1)), 6) + " " + text
+    if style == "Title":
+        return "# " + text
+    numbered = "Number" in style
+    listed = (
+        style.startswith("List")
+        or paragraph._p.pPr is not None
+        and (paragraph._p.pPr.numPr is not None)
+    )
+    if listed:
+        level = _list_level(paragraph)
+        return "  " * level + ("1. " if numbered else "- ") + text
+    return escape_line(text)
+
+
+def _list_level(paragraph) -> int:
+    try:
+        return int(paragraph._p.pPr.numPr.ilvl.val)
+    except (AttributeError, TypeError, ValueError):
+        return 0
+
+
+def _docx_table(table) -> list[str]:
+    rows = []
+    for row in table.rows:
+        cells = [
+            _SPACES.sub(" ", c.text.replace("\n", " ")).strip().replace("|", "\\|")
+            for c in row.cells
+        ]
+        rows.append("| " + " | ".join(cells) + " |")
+    if rows:
+        width = rows[0].count(" | ") + 1
+        rows.insert(1, "|" + " --- |" * width)
+    return rows
+
+
+def _cell(text: str) -> str:
+    return _SPACES.sub(" ", text.replace("\n", " ")).strip().replace("|", "\\|")
+
+
+# --- HTML --------------------------------------------------------------------------------
+
+_DROP = ["nav", "header", "footer", "script", "style", "noscript", "template", "svg", "head"]
+_BLOCKS = {
+    "p", "div", "section", "article", "main", "aside", "blockquote", "ul", "ol", "dl",
+    "dt", "dd", "figure", "figcaption", "form", "fieldset", "address", "details", "summary",
+    "h5", "h6", "hr", "body", "center",
+}  # fmt: skip
+_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4}
+_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", re.I)
+
+
+def read_html(path: Path, max_chars: int | None = None) -> Converted:
+    """h1-h4 become headings, `<pre>` a fence, lists and table rows stay one per line;
+    navigation, headers, footers, scripts and styles are dropped."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    tree = LexborHTMLParser(_html_text(path.read_bytes()))
+    title_node = tree.css_first("title")
+    title = _SPACES.sub(" ", title_node.text()).strip() if title_node else ""
+    tree.strip_tags(_DROP)
+    walker = _HtmlWalker(_Budget(max_chars))
+    if tree.body is not None:
+        walker.walk(tree.body)
+    return Converted(walker.result(), title or None)
+
+
+def _html_text(data: bytes) -> str:
+    if data.startswith(b"\xef\xbb\xbf"):
+        return data[3:].decode("utf-8", errors="replace")
+    found = _CHARSET.search(data[:4096])
+    encoding = found.group(1).decode("ascii").lower() if found else "utf-8"
+    try:
+        return data.decode(encoding, errors="replace")
+    except LookupError:
+        return data.decode("utf-8", errors="replace")
+
+
+class _HtmlWalker:
+    """Depth-first over the DOM with an explicit stack: deep nesting cannot overflow."""
+
+    def __init__(self, budget: _Budget):
+        self.budget = budget
+        self.lines: list[str] = []
+        self.inline: list[str] = []
+        self.prefix = ""
+        self.depth = 0  # list nesting
+
+    def walk(self, root) -> None:
+        """Follow child, sibling and parent links: no list of a node's children is built,
+        so a 50 MB page with half a million siblings costs no more than its DOM."""
+        node = root
+        while node is not None:
+            if self.enter(node) and node.child is not None:
+                node = node.child
+                continue
+            while node is not None:
+                self.leave(node)
+                if node.mem_id == root.mem_id:
+                    return
+                if node.next is not None:
+                    node = node.next
+                    break
+                node = node.parent
+
+    def enter(self, node) -> bool:
+        """Handle a node on the way down; whether to walk into its children."""
+        tag = node.tag
+        if tag == "-text":
+            self.inline.append(node.text(deep=False))
+            return False
+        if not node.is_element_node:
+            return False
+        if tag in _HEADINGS:
+            self.flush()
+            self.emit("#" * _HEADINGS[tag] + " " + self.clean(node.text()))
+            return False
+        if tag == "pre":
+            self.flush()
+            code = node.text(deep=True).strip("\n")
+            fence = "~~~~" if "```" in code else "```"
+            self.emit(fence + "\n" + code + "\n" + fence)
+            return False
+        if tag == "tr":
+            self.flush()
+            self.row([self.clean(c.text()).replace("|", "\\|") for c in node.css("th, td")])
+            return False
+        if tag in ("ul", "ol"):
+            self.depth += 1
+        if tag in _BLOCKS or tag in ("li", "table", "ul", "ol", "br"):
+            self.flush()
+        if tag == "li":
+            self.prefix = "  " * max(self.depth - 1, 0) + "- "
+        elif tag == "table":
+            self.header_done = False
+        return True
+
+    def leave(self, node) -> None:
+        tag = node.tag
+        if tag in _BLOCKS or tag in ("li", "table", "ul", "ol"):
+            self.flush()
+        if tag in ("ul", "ol"):
+            self.depth -= 1
+
+    def row(self, cells: list[str]) -> None:
+        self.lines.append(self.budget.take("| " + " | ".join(cells) + " |"))
+        if not getattr(self, "header_done", True):
+            self.lines.append("|" + " --- |" * len(cells))
+            self.header_done = True
+
+    @staticmethod
+    def clean(text: str) -> str:
+        return _SPACES.sub(" ", text.replace("\n", " ")).strip()
+
+    def emit(self, block: str) -> None:
+        if self.lines and self.lines[-1] != "":
+            self.lines.append("")
+        self.lines.append(self.budget.take(block))
+        self.lines.append("")
+
+    def flush(self) -> None:
+        text = self.clean("".join(self.inline))
+        self.inline = []
+        if text:
+            prefix, self.prefix = self.prefix, ""
+            line = prefix + text if prefix else escape_line(text)
+            if prefix and len(self.lines) > 1 and self.lines[-2].lstrip().startswith("- "):
+                self.lines[-1:] = [self.budget.take(line), ""]  # one list's items stay together
+                return
+            self.emit(line)
+
+    def result(self) -> str:
+        return "\n".join(self.lines).strip("\n") + "\n"
+
+
+# --- TXT ---------------------------------------------------------------------------------
+
+
+def read_txt(path: Path, max_chars: int | None = None) -> Converted:
+    """Plain text: every line kept where it is, none read as Markdown structure."""
+    from notes import decode
+
+    text = decode(path.read_bytes()).replace("\r\n", "\n").replace("\r", "\n")
+    return Converted("\n".join(escape_line(ln) for ln in text.split("\n")))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:160]

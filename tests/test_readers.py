@@ -1,0 +1,277 @@
+"""PDF, Word, HTML and text files become Markdown notes with their locations; bad ones are
+skipped with a one-line reason while the rest of the folder is indexed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import notes
+import readers
+from chunker import split_note
+from tests.conftest import ROOT, missing, write_notes
+
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+# --- making real files ---------------------------------------------------------------------
+
+
+def chromium_pdf(html: str, target: Path, outline: bool = True) -> Path:
+    """Print an HTML page to PDF with headless Chromium, as the fixtures are made."""
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        missing("chromium is not installed")
+    page = target.with_suffix(".src.html")
+    page.write_text(html, encoding="utf-8")
+    flags = ["--generate-pdf-document-outline"] if outline else []
+    subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer",
+         *flags, f"--print-to-pdf={target}", page.as_uri()],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    page.unlink()
+    return target
+
+
+def pypdf_pdf(target: Path, pages: list[str | None], password: str = "") -> Path:
+    """A PDF written by pypdf itself: one line of Helvetica text per page (None: a page
+    with no text, as a scan is), optionally encrypted."""
+    from pypdf import PdfWriter
+    from pypdf.generic import DictionaryObject, NameObject, StreamObject
+
+    writer = PdfWriter()
+    font = writer._add_object(
+        DictionaryObject(
+            {
+                NameObject("/Type"): NameObject("/Font"),
+                NameObject("/Subtype"): NameObject("/Type1"),
+                NameObject("/BaseFont"): NameObject("/Helvetica"),
+            }
+        )
+    )
+    for text in pages:
+        page = writer.add_blank_page(612, 792)
+        if text is None:
+            continue
+        stream = StreamObject()
+        stream.set_data(f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode())
+        page[NameObject("/Contents")] = writer._add_object(stream)
+        fonts = DictionaryObject({NameObject("/F1"): font})
+        page[NameObject("/Resources")] = DictionaryObject({NameObject("/Font"): fonts})
+    if password:
+        writer.encrypt(user_password=password, algorithm="RC4-128")
+    writer.write(target)
+    return target
+
+
+def zip_bomb(target: Path, unzipped_mb: int = 300) -> Path:
+    """A .docx-named zip whose document.xml inflates to `unzipped_mb` MB of zeros."""
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+        z.writestr("[Content_Types].xml", "<Types/>")
+        with z.open("word/document.xml", "w", force_zip64=True) as member:
+            block = b"\0" * (1 << 20)
+            for _ in range(unzipped_mb):
+                member.write(block)
+    return target
+
+
+def read(path: Path, max_bytes: int | None = 10 * 1048576) -> notes.Note:
+    return notes.read(path.parent, path.name, max_bytes)
+
+
+# --- each format ---------------------------------------------------------------------------
+
+
+def test_pdf_outline_becomes_headings_and_chunks_know_their_pages() -> None:
+    note = read(FIXTURES / "manual.pdf")
+    assert note.title == "Brewer 3000 manual" and len(note.pages) == 3
+    chunks = split_note(note, size=300, overlap=0)
+    by_chain = {c.chain_text: c for c in chunks}
+    assert {"Installation > Linux", "Maintenance > Descaling", "Troubleshooting > Error E7"} <= set(
+        by_chain
+    )
+    # Each chapter was printed on its own page; its sections' chunks say so.
+    for chain, page in [("Installation > Linux", 1), ("Maintenance > Gaskets", 2),
+                        ("Troubleshooting > Weak coffee", 3)]:  # fmt: skip
+        assert (by_chain[chain].page_start, by_chain[chain].page_end) == (page, page)
+    assert "refill the tank" in by_chain["Troubleshooting > Error E7"].text.lower()  # ﬁ ligature
+
+
+def test_docx_headings_lists_and_tables_are_markdown() -> None:
+    note = read(FIXTURES / "guide.docx")
+    assert note.pages == () and note.title == "Brewer 3000 quick guide"
+    assert "## First start\n\n1. Fill the tank\n1. Switch the machine on" in note.text
+    assert "- Rinse the portafilter after each shot\n- Wipe the steam wand" in note.text
+    assert "| Setting | Default |\n| --- | --- |\n| Temperature | 93 °C |" in note.text
+    chains = [c.chain_text for c in split_note(note)]
+    assert "Quick guide > Cleaning > Settings" in chains
+    assert all(c.page_start is None for c in split_note(note))
+
+
+def test_html_keeps_content_drops_navigation_and_fences_pre(tmp_path: Path) -> None:
+    page = tmp_path / "page.html"
+    page.write_text(
+        "<html><head><title>Deploy</title><style>p{color:red}</style></head><body>"
+        "<header>Site header quokkaheader</header><nav><a>Home</a> quokkanav</nav>"
+        "<h1>Deploy</h1><p>Run the <b>deploy</b> script.</p>"
+        "<h2>Steps</h2><ul><li>Build</li><li>Ship</li></ul>"
+        "<pre>make deploy\n  --env prod</pre>"
+        "<table><tr><th>Env</th><th>Host</th></tr><tr><td>prod</td><td>web1</td></tr></table>"
+        "<script>var quokkascript = 1;</script><footer>quokkafooter</footer></body></html>",
+        encoding="utf-8",
+    )
+    note = read(page)
+    assert note.title == "Deploy"
+    assert "quokka" not in note.text and "color" not in note.text
+    assert "# Deploy\n\nRun the deploy script.\n\n## Steps\n\n- Build\n- Ship" in note.text
+    assert "```\nmake deploy\n  --env prod\n```" in note.text
+    assert "| Env | Host |\n| --- | --- |\n| prod | web1 |" in note.text
+    assert [c.chain_text for c in split_note(note)] == ["Deploy", "Deploy > Steps"]
+
+
+def test_txt_keeps_every_line_and_reads_no_markdown(tmp_path: Path) -> None:
+    lines = ["server log", "# not a heading", "-----", "```", "line five"]
+    (tmp_path / "log.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    note = read(tmp_path / "log.txt")
+    chunks = split_note(note)
+    assert [c.heading_chain for c in chunks] == [()]
+    assert (chunks[0].line_start, chunks[0].line_end) == (1, 5)
+    assert note.text.split("\n")[4] == "line five"
+
+
+def test_chinese_pdf_comes_out_in_reading_order(tmp_path: Path) -> None:
+    if not subprocess.run(["fc-list", ":lang=zh"], capture_output=True, text=True).stdout:
+        missing("no Chinese font for chromium to print with (apt install fonts-wqy-microhei)")
+    sentence = "本手册介绍如何在系统上安装软件。首先下载安装包，然后运行安装程序。"
+    html = f'<html><head><meta charset="utf-8"></head><body><h1>安装指南</h1><p>{sentence}</p>'
+    note = read(chromium_pdf(html + "</body></html>", tmp_path / "zh.pdf"))
+    flat = note.text.replace("\n", "")
+    assert sentence in flat  # in order, not one character per line
+    assert "# 安装指南" in note.text
+
+
+# --- bad files -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "reason"),
+    [
+        ("locked.pdf", lambda p: pypdf_pdf(p, ["secret"], password="pw"), "encrypted PDF"),
+        ("scan.pdf", lambda p: pypdf_pdf(p, [None, None]), readers.NO_TEXT),
+        ("cut.pdf", lambda p: p.write_bytes((FIXTURES / "manual.pdf").read_bytes()[:3000]),
+         "not a readable PDF"),
+        ("junk.pdf", lambda p: p.write_bytes(b"%PDF-1.7\n" + b"\x8f" * 500), "not a readable PDF"),
+        ("text.docx", lambda p: p.write_text("just text"), "not a zip archive"),
+        ("bomb.docx", lambda p: zip_bomb(p, 60), "a zip bomb?"),
+    ],
+)  # fmt: skip
+def test_a_bad_file_is_one_line_reason(tmp_path: Path, name, make, reason) -> None:
+    make(tmp_path / name)
+    with pytest.raises(notes.Unreadable) as caught:
+        read(tmp_path / name)
+    message = str(caught.value)
+    assert reason in message and "\n" not in message and len(message) < 200
+
+
+def test_a_zip_bomb_is_refused_before_it_is_inflated(tmp_path: Path) -> None:
+    """300 MB of zeros weigh 300 kB zipped: refused from the sizes the zip declares."""
+    import tracemalloc
+
+    bomb = zip_bomb(tmp_path / "bomb.docx", 300)
+    tracemalloc.start()
+    try:
+        with pytest.raises(notes.Unreadable, match="would unzip to 300 MB"):
+            read(bomb)
+        assert tracemalloc.get_traced_memory()[1] < 20 * 1048576
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_2000_page_pdf_is_read_in_bounded_memory(tmp_path: Path) -> None:
+    big = pypdf_pdf(
+        tmp_path / "big.pdf", [f"Page {i} is about widget {i}." for i in range(1, 2001)]
+    )
+    probe = (
+        "import resource, sys; sys.path.insert(0, sys.argv[2]); import notes;"
+        "from pathlib import Path;"
+        "n = notes.read(Path(sys.argv[1]).parent, 'big.pdf', 10 << 20);"
+        "print(len(n.pages), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, str(big), str(ROOT)],
+        capture_output=True, text=True, check=True, timeout=120,
+    ).stdout.split()  # fmt: skip
+    pages, max_rss_kb = int(out[0]), int(out[1])
+    assert pages == 2000
+    assert max_rss_kb < 200 * 1024, f"{max_rss_kb // 1024} MB for a 2,000-page PDF"
+
+
+def test_html_size_limit_is_on_its_text_not_its_markup(tmp_path: Path) -> None:
+    """An 8 MB export of mostly scripts and markup is read under a 1 MB limit (the limit is
+    on its text, the file may weigh 10 times it); text over the limit is a one-line skip."""
+    script = "<script>" + "var x = 1;" * 700_000 + "</script>"
+    rows = "".join(f"<div class='r'><span>row {i}</span></div>" for i in range(20_000))
+    page = tmp_path / "export.html"
+    page.write_text(f"<html><body>{script}<h1>Export</h1>{rows}</body></html>")
+    note = read(page, max_bytes=1 << 20)
+    assert note.text.startswith("# Export\n\nrow 0") and "var x" not in note.text
+    with pytest.raises(notes.Unreadable, match=r"7.5 MB, over the 5 MB limit for HTML files"):
+        read(page, max_bytes=(1 << 20) // 2)
+    wordy = tmp_path / "wordy.html"
+    wordy.write_text("<p>" + "words " * 50_000 + "</p>")
+    with pytest.raises(notes.Unreadable, match=r"^its text is over the 0.1 MB limit"):
+        read(wordy, max_bytes=(1 << 20) // 10)
+
+
+# --- end to end ----------------------------------------------------------------------------
+
+
+def test_index_skips_each_bad_file_with_a_reason_and_cites_pages(run_rag, tmp_path: Path) -> None:
+    kb = write_notes(tmp_path / "kb", {"plain.md": "# Plain\n\nQuokkas live on Rottnest.\n"})
+    shutil.copy(FIXTURES / "manual.pdf", kb / "manual.pdf")
+    shutil.copy(FIXTURES / "guide.docx", kb / "guide.docx")
+    (kb / "notes.txt").write_text("The backup runs at 02:00 every night.\n")
+    pypdf_pdf(kb / "locked.pdf", ["secret"], password="pw")
+    pypdf_pdf(kb / "scan.pdf", [None])
+    (kb / "cut.pdf").write_bytes((FIXTURES / "manual.pdf").read_bytes()[:3000])
+    (kb / "text.docx").write_text("just text")
+    zip_bomb(kb / "bomb.docx", 60)
+    where = ("--knowledge", str(kb), "--index-dir", str(tmp_path / "ix"))
+
+    result = run_rag(*where, "index", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    skipped = {s["path"]: s["reason"] for s in report["files_skipped"]}
+    assert set(skipped) == {"locked.pdf", "scan.pdf", "cut.pdf", "text.docx", "bomb.docx"}
+    assert skipped["scan.pdf"] == readers.NO_TEXT
+    assert all("\n" not in r for r in skipped.values())
+
+    found = run_rag(*where, "search", "What does error E7 mean?", "--json")
+    top = json.loads(found.stdout)["results"][0]
+    assert top["source"] == "manual.pdf" and (top["page_start"], top["page_end"]) == (3, 3)
+    assert top["heading_chain"] == "Troubleshooting > Error E7"
+    found = run_rag(*where, "search", "backup at night", "--json")
+    top = json.loads(found.stdout)["results"][0]
+    assert top["source"] == "notes.txt" and top["page_start"] is None
+
+    shown = run_rag(*where, "search", "What does error E7 mean?")
+    assert "manual.pdf p. 3 › Troubleshooting > Error E7" in shown.stdout
+
+    again = json.loads(run_rag(*where, "index", "--json").stdout)
+    assert again["files_skipped"] == report["files_skipped"]
+
+
+def test_chunk_command_shows_what_was_extracted(run_rag) -> None:
+    result = run_rag("chunk", str(FIXTURES / "manual.pdf"), "--json")
+    assert result.returncode == 0, result.stderr
+    chunks = json.loads(result.stdout)["chunks"]
+    assert {c["page_start"] for c in chunks} == {1, 2, 3}
+    bad = run_rag("chunk", str(FIXTURES / "README.md").replace("README.md", "nope.pdf"))
+    assert bad.returncode != 0 and "does not exist" in bad.stderr
