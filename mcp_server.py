@@ -32,7 +32,7 @@ from mcp.server.mcpserver.resources.templates import ResourceSecurity
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 from mcp.shared.uri_template import UriTemplate
-from pydantic import Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError, with_config
 from typing_extensions import TypedDict
 
 import answer
@@ -65,7 +65,11 @@ Line = Annotated[int | None, Field(ge=1, description="1-based, inclusive; front 
 
 # --- the results: the CLI's --json objects --------------------------------------------------
 
+# A field the CLI's JSON gains is passed on, not dropped by the schema.
+OPEN = ConfigDict(extra="allow")
 
+
+@with_config(OPEN)
 class SearchResult(TypedDict):
     rank: int
     score: float
@@ -82,6 +86,7 @@ class SearchResults(TypedDict):
     results: list[SearchResult]
 
 
+@with_config(OPEN)
 class ReferenceJson(TypedDict):
     n: int
     source: str
@@ -91,6 +96,7 @@ class ReferenceJson(TypedDict):
     text: str
 
 
+@with_config(OPEN)
 class AskResult(TypedDict):
     question: str
     answer: str
