@@ -28,6 +28,7 @@ RAW_FACTOR = 10  # such a file may be this many times ASKMD_MAX_FILE_MB on disk
 DOCX_MAX_UNZIPPED = 256 * 1024 * 1024  # bounded decompression: a zip bomb stops here
 DOCX_MAX_RATIO = 200  # a real document.xml compresses ~10x; a bomb, thousands of times
 _LIST = re.compile(r"^ *(?:- |1\. )")
+_W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 NO_TEXT = "no text layer: scanned? run OCR first"
 
 # Lines of converted text that Markdown would read as structure: escaped, so a PDF line
@@ -98,8 +99,8 @@ class _Budget:
 def read_pdf(path: Path, max_chars: int | None = None) -> Converted:
     """Text page by page; outline entries become headings on the page they point to.
 
-    Pages are extracted one at a time and each page's parsed objects are dropped after
-    use, so a 2,000-page manual does not hold the whole document's objects in memory.
+    Pages are extracted one at a time and the parsed objects are dropped every 50 pages,
+    so a 2,000-page manual does not hold the whole document's objects in memory.
     """
     from pypdf import PdfReader
     from pypdf.errors import FileNotDecryptedError, PdfReadError
@@ -130,7 +131,8 @@ def read_pdf(path: Path, max_chars: int | None = None) -> Converted:
         pages.append(len(lines) + 1)
         page = reader.pages[number]
         text = (page.extract_text() or "").translate(_LIGATURES)
-        _forget(reader, page)
+        if number % 50 == 49:
+            _forget(reader)  # every 50 pages: fonts shared by pages stay cached between
         page_lines = [escape_line(_SPACES.sub(" ", ln).strip()) for ln in text.split("\n")]
         any_text = any_text or any(page_lines)
         page_lines = _place_headings(page_lines, headings.get(number, []))
@@ -142,17 +144,11 @@ def read_pdf(path: Path, max_chars: int | None = None) -> Converted:
     return Converted("\n".join(lines), title, tuple(pages))
 
 
-def _forget(reader, page) -> None:
-    """Drop what pypdf cached while reading one page: its fonts and content streams."""
+def _forget(reader) -> None:
+    """Drop the objects pypdf has parsed and cached so far (fonts, content streams)."""
     cache = getattr(reader, "resolved_objects", None)
     if isinstance(cache, dict):
         cache.clear()
-    for attr in ("_page_contents", "_contents_cache"):
-        if hasattr(page, attr):
-            try:
-                delattr(page, attr)
-            except AttributeError:
-                pass
 
 
 def _outline(reader) -> dict[int, list[tuple[int, str]]]:
@@ -217,13 +213,17 @@ def read_docx(path: Path, max_chars: int | None = None) -> Converted:
     _check_zip(path)
     document = docx.Document(str(path))
     budget = _Budget(max_chars)
+    # Style names by id, looked up once: python-docx's paragraph.style scans every style
+    # for each paragraph, which made a 300-page document take seconds.
+    styles = {s.style_id: s.name or "" for s in document.styles}
+    default = next((s.name for s in document.styles if s.type == 1 and _is_default(s)), "")
     lines: list[str] = []
     for block in document.iter_inner_content():
         if isinstance(block, Table):
             lines.extend(budget.take(row) for row in _docx_table(block))
             lines.append("")
         else:
-            line = _docx_paragraph(block)
+            line = _docx_paragraph(block, styles, default or "")
             if line:
                 if _LIST.match(line) and len(lines) > 1 and _LIST.match(lines[-2]):
                     lines.pop()  # items of one list stay together
@@ -252,11 +252,17 @@ def _check_zip(path: Path) -> None:
         raise Unreadable("not a Word .docx file (no word/document.xml inside)")
 
 
-def _docx_paragraph(paragraph) -> str:
+def _is_default(style) -> bool:
+    return style.element.get(f"{{{_W}}}default") in ("1", "true")
+
+
+def _docx_paragraph(paragraph, styles: dict[str, str], default: str) -> str:
     text = _SPACES.sub(" ", paragraph.text.replace("\n", " ")).strip()
     if not text:
         return ""
-    style = (paragraph.style.name if paragraph.style is not None else "") or ""
+    ppr = paragraph._p.pPr
+    style_id = ppr.pStyle.val if ppr is not None and ppr.pStyle is not None else None
+    style = styles.get(style_id, default) if style_id else default
     heading = re.fullmatch(r"Heading ([1-9])", style)
     if heading:
         return "#" * min(int(heading.group(1)), 6) + " " + text

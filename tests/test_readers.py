@@ -4,6 +4,7 @@ skipped with a one-line reason while the rest of the folder is indexed."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -275,3 +276,22 @@ def test_chunk_command_shows_what_was_extracted(run_rag) -> None:
     assert {c["page_start"] for c in chunks} == {1, 2, 3}
     bad = run_rag("chunk", str(FIXTURES / "README.md").replace("README.md", "nope.pdf"))
     assert bad.returncode != 0 and "does not exist" in bad.stderr
+
+
+def test_an_unchanged_pdf_is_not_read_again(run_rag, tmp_path: Path) -> None:
+    """The size/mtime gate of notes holds for converted files: a PDF whose bytes are
+    swapped for junk of the same size and mtime is trusted, not converted again."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    pdf = Path(shutil.copy(FIXTURES / "manual.pdf", kb / "manual.pdf"))
+    where = ("--knowledge", str(kb), "--index-dir", str(tmp_path / "ix"))
+    first = json.loads(run_rag(*where, "index", "--json").stdout)
+    assert first["files_skipped"] == [] and first["chunks_total"] > 0
+    st = pdf.stat()
+    pdf.write_bytes(b"\x8f" * st.st_size)
+    os.utime(pdf, ns=(st.st_atime_ns, st.st_mtime_ns))
+    again = json.loads(run_rag(*where, "index", "--json").stdout)
+    assert again["files_skipped"] == [] and again["chunks_total"] == first["chunks_total"]
+    os.utime(pdf, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # now it is looked at
+    third = json.loads(run_rag(*where, "index", "--json").stdout)
+    assert [s["path"] for s in third["files_skipped"]] == ["manual.pdf"]
