@@ -8,6 +8,8 @@ that keep the API private (host, origin, token, size, content type) are in guard
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import json
 import logging
 import threading
@@ -63,6 +65,10 @@ class IngestBody(_Body):
         None, description="a note already inside the knowledge folder (relative or absolute)"
     )
     content: str | None = Field(None, description="the note's Markdown text, written as file_name")
+    content_base64: str | None = Field(
+        None, description="a PDF, DOCX, HTML, TXT or Markdown file's bytes, base64, written as "
+        "file_name",
+    )  # fmt: skip
     file_name: str | None = Field(None, description="where to write content, e.g. guides/vpn.md")
 
 
@@ -192,15 +198,24 @@ def create_app(index: Index, loopback_only: bool = True) -> FastAPIOffline:
         (`content` + `file_name`) written into it first. Returns the note's path, its chunk
         count and `status`: for content, whether the file was created, updated or left
         unchanged; for file_path, whether the index gained, updated or already had it."""
-        if body.file_path is not None and (body.content is not None or body.file_name):
+        sent = body.content is not None or body.content_base64 is not None
+        if body.content is not None and body.content_base64 is not None:
+            raise BadRequest("give content or content_base64, not both")
+        if body.file_path is not None and (sent or body.file_name):
             raise BadRequest("give file_path, or content with file_name, not both")
-        if body.file_path is None and (body.content is None or not body.file_name):
+        if body.file_path is None and (not sent or not body.file_name):
             raise BadRequest('give {"file_path"} or {"content", "file_name"}')
+        data = None
+        if body.content_base64 is not None:
+            try:
+                data = base64.b64decode(body.content_base64, validate=True)
+            except (binascii.Error, ValueError):
+                raise BadRequest("content_base64 is not valid base64") from None
 
         return folder.ingest(
             index,
             file_path=body.file_path,
-            content=body.content,
+            content=body.content if data is None else data,
             file_name=body.file_name,
             queue=WRITER_WAIT_SECONDS,
             wait=LOCK_WAIT_SECONDS,

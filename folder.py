@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 import notes
+import readers
 from errors import AskmdError, BadNote, BadRequest, Forbidden, NotFound
 from settings import Settings
 
@@ -102,11 +103,15 @@ def existing(settings: Settings, name: str) -> str:
     return source
 
 
-def write(settings: Settings, name: str, content: str) -> str:
-    """Write a note (UTF-8) into the knowledge folder; returns "created", "updated" or
-    "unchanged". The previous version of a note that is overwritten goes to the trash."""
+def write(settings: Settings, name: str, content: str | bytes) -> str:
+    """Write a note (UTF-8 text, or a PDF/DOCX/HTML/TXT file's bytes) into the knowledge
+    folder; returns "created", "updated" or "unchanged". The previous version of a note
+    that is overwritten goes to the trash."""
     source = source_of(settings, name)
-    data = content.encode("utf-8", errors="surrogatepass")
+    if isinstance(content, bytes):
+        data = content
+    else:
+        data = content.encode("utf-8", errors="surrogatepass")
     if len(data) > settings.max_file_bytes:
         raise BadNote(
             f"{source}: {len(data) / 1048576:.1f} MB, over the "
@@ -119,7 +124,10 @@ def write(settings: Settings, name: str, content: str) -> str:
             "knowledge folder and ingest it by file_path"
         )
     try:
-        notes.parse(data, source)  # the indexer's own checks: NUL bytes, encoding
+        if readers.kind(source) is None:
+            notes.parse(data, source)  # the indexer's own checks: NUL bytes, encoding
+        else:
+            _check_converts(settings, source, data)
     except notes.Unreadable as exc:
         raise BadNote(f"{source}: {exc}") from None
     path = settings.knowledge_dir / source
@@ -152,11 +160,20 @@ def write(settings: Settings, name: str, content: str) -> str:
     return "updated" if existed else "created"
 
 
+def _check_converts(settings: Settings, source: str, data: bytes) -> None:
+    """Convert the bytes from a private temporary file, so a PDF or DOCX that would be
+    skipped (encrypted, scanned, a zip bomb) is refused before it reaches the folder."""
+    with tempfile.TemporaryDirectory(prefix="askmd-check-") as tmp:
+        path = Path(tmp, "note" + PurePosixPath(source).suffix.lower())
+        path.write_bytes(data)
+        notes.read(path.parent, path.name, settings.max_file_bytes)
+
+
 def ingest(
     index: Index,
     *,
     file_path: str | None = None,
-    content: str | None = None,
+    content: str | bytes | None = None,
     file_name: str | None = None,
     queue: float | None = None,
     wait: float = 5.0,

@@ -295,3 +295,41 @@ def test_an_unchanged_pdf_is_not_read_again(run_rag, tmp_path: Path) -> None:
     os.utime(pdf, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # now it is looked at
     third = json.loads(run_rag(*where, "index", "--json").stdout)
     assert [s["path"] for s in third["files_skipped"]] == ["manual.pdf"]
+
+
+def test_http_ingest_takes_a_pdf_as_base64_and_refuses_a_bad_one(tmp_path: Path) -> None:
+    import base64
+
+    from tests.conftest import NOTES
+    from tests.serving import Server
+
+    with Server(tmp_path, NOTES) as server:
+        api = server.client()
+        pdf = base64.b64encode((FIXTURES / "manual.pdf").read_bytes()).decode()
+        sent = api.post(
+            "/api/v1/ingest", json={"file_name": "docs/manual.pdf", "content_base64": pdf}
+        )
+        assert sent.status_code == 200, sent.text
+        assert sent.json()["status"] == "created" and sent.json()["chunks"] > 0
+        assert (server.kb / "docs/manual.pdf").read_bytes() == (
+            FIXTURES / "manual.pdf"
+        ).read_bytes()
+        found = api.post("/api/v1/search", json={"query": "error E7 pump ran dry", "top_k": 1})
+        top = found.json()["results"][0]
+        assert (top["source"], top["page_start"]) == ("docs/manual.pdf", 3)
+
+        scan = tmp_path / "scan.pdf"
+        pypdf_pdf(scan, [None])
+        body = {
+            "file_name": "scan.pdf",
+            "content_base64": base64.b64encode(scan.read_bytes()).decode(),
+        }
+        refused = api.post("/api/v1/ingest", json=body)
+        assert refused.status_code == 422 and readers.NO_TEXT in refused.text
+        assert not (server.kb / "scan.pdf").exists()
+        junk = api.post("/api/v1/ingest", json={"file_name": "x.pdf", "content_base64": "%%%"})
+        assert junk.status_code == 400 and "not valid base64" in junk.text
+        both = {"file_name": "y.md", "content": "# Y\n", "content_base64": "IyBZCg=="}
+        assert api.post("/api/v1/ingest", json=both).status_code == 400
+        text = {"file_name": "z.md", "content": "# Z\n\nStill takes JSON text.\n"}
+        assert api.post("/api/v1/ingest", json=text).json()["status"] == "created"

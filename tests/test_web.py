@@ -153,6 +153,16 @@ def test_an_uploaded_file_fills_the_note_box(site, page, tmp_path: Path) -> None
     assert page.input_value("#file-name") == "glaze.md"
 
 
+def test_an_uploaded_pdf_is_indexed_at_once(site, page) -> None:
+    page.goto(site.url)
+    page.click("#add summary")
+    page.fill("#file-name", "manuals/brewer.pdf")
+    page.set_input_files("#upload", str(Path(__file__).parent / "fixtures" / "manual.pdf"))
+    wait_text(page, "#add-status", "manuals/brewer.pdf: created")
+    assert (site.kb / "manuals/brewer.pdf").read_bytes()[:5] == b"%PDF-"
+    assert page.input_value("#content") == ""  # binary: not shown as text
+
+
 def test_at_phone_width_nothing_scrolls_sideways(site, browser) -> None:
     context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
     page = context.new_page()

@@ -306,9 +306,40 @@ async function addNote(event) {
   }
 }
 
+// PDF and Word files are binary: sent as they are (base64), not shown in the text box.
+const BINARY_NOTE = /\.(pdf|docx)$/i;
+
+async function uploadBinary(file) {
+  const status = $("add-status");
+  status.className = "small";
+  status.textContent = "indexing…";
+  try {
+    const bytes = new Uint8Array(await file.arrayBuffer());
+    let binary = "";
+    for (let i = 0; i < bytes.length; i += 0x8000) {
+      binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+    }
+    const name = $("file-name").value.trim() || file.name;
+    const response = await api("/api/v1/ingest", {
+      method: "POST",
+      body: { file_name: name, content_base64: btoa(binary) },
+    });
+    const result = await response.json();
+    status.textContent = `${result.file}: ${result.status}, ${result.chunks} chunk${result.chunks === 1 ? "" : "s"}`;
+    refreshStats();
+  } catch (error) {
+    status.className = "small error";
+    status.textContent = error.message;
+  }
+}
+
 function upload() {
   const file = $("upload").files[0];
   if (!file) return;
+  if (BINARY_NOTE.test(file.name)) {
+    uploadBinary(file);
+    return;
+  }
   const reader = new FileReader();
   reader.onload = () => {
     $("content").value = reader.result;
