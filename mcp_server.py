@@ -408,10 +408,11 @@ class Notes:
             raise AskmdError(f"line_end {line_end} is before line_start {first}")
         if first > max(total, 1):
             raise AskmdError(f"line_start {first}: {source} has {total} lines")
-        shown, size = [], 0
+        shown, size, cut = [], 0, False
         for line in lines[first - 1 : last]:
             if size + len(line) + 1 > MAX_READ_CHARS and shown:
                 break
+            cut = cut or len(line) > MAX_READ_CHARS  # one line longer than a whole read
             shown.append(line[:MAX_READ_CHARS])
             size += len(line) + 1
         end = first + len(shown) - 1 if shown else first - 1
@@ -420,7 +421,7 @@ class Notes:
             "line_start": first,
             "line_end": max(end, first - 1),
             "total_lines": total,
-            "truncated": end < last or any(len(line) > MAX_READ_CHARS for line in shown),
+            "truncated": end < last or cut,
             "text": "\n".join(shown),
         }
 
