@@ -1,0 +1,107 @@
+"""The MCP server as a client sees it: start to first tool answer, and search round trips.
+
+    python bench/mcp_bench.py knowledge
+    python bench/mcp_bench.py ../shared/data/tldr --sample 1000
+
+The folder (or a random sample of its notes, with --sample) is copied to WORK (default
+/tmp/askmd-mcp-bench/<name>; the source is never written) and indexed once, untimed. Then,
+`--starts` times, the SDK's stdio client starts `python rag.py mcp` on it (a no-change
+start) and the time to the first `search_notes` answer is taken, handshake included. In the
+last session `--calls` searches (a different query each: a line from a note) are timed one
+after another: the round trip over stdio, p50 and p95.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from mcp import Client, StdioServerParameters
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def copy(source: Path, work: Path, sample: int | None) -> Path:
+    kb = work / "kb"
+    if kb.exists():
+        return kb
+    files = sorted(p for p in source.rglob("*.md") if p.is_file())
+    if sample:
+        files = sorted(random.Random(7).sample(files, min(sample, len(files))))
+    for path in files:
+        target = kb / path.relative_to(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+    return kb
+
+
+def queries(kb: Path, count: int) -> list[str]:
+    """A line of prose from `count` random notes: what an assistant might search for."""
+    lines = []
+    for path in sorted(kb.rglob("*.md")):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            words = line.strip("#>-*` ").split()
+            if len(words) >= 4:
+                lines.append(" ".join(words[:8]))
+                break
+    random.Random(11).shuffle(lines)
+    return [lines[i % len(lines)] for i in range(count)]  # a small folder repeats its lines
+
+
+async def session(params: StdioServerParameters, asked: list[str]) -> tuple[float, list[float]]:
+    started = time.perf_counter()
+    async with Client(params, read_timeout_seconds=300) as client:
+        first = await client.call_tool("search_notes", {"query": asked[0], "k": 5})
+        assert not first.is_error, first.content
+        to_first = time.perf_counter() - started
+        trips = []
+        for query in asked[1:]:
+            began = time.perf_counter()
+            result = await client.call_tool("search_notes", {"query": query, "k": 5})
+            trips.append((time.perf_counter() - began) * 1000)
+            assert not result.is_error, result.content
+    return to_first, trips
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--sample", type=int, help="copy this many random notes only")
+    parser.add_argument("--work", type=Path)
+    parser.add_argument("--starts", type=int, default=3)
+    parser.add_argument("--calls", type=int, default=50)
+    args = parser.parse_args()
+    work = args.work or Path("/tmp/askmd-mcp-bench") / (
+        args.folder.resolve().name + (f"-{args.sample}" if args.sample else "")
+    )
+    kb = copy(args.folder.resolve(), work, args.sample)
+    ix = work / "ix"
+    where = ["--knowledge", str(kb), "--index-dir", str(ix)]
+    subprocess.run([sys.executable, str(ROOT / "rag.py"), *where, "index"], check=True)
+    params = StdioServerParameters(
+        command=sys.executable, args=[str(ROOT / "rag.py"), *where, "mcp"], cwd=str(work)
+    )
+    asked = queries(kb, args.calls + 1)
+    firsts, trips = [], []
+    for _ in range(args.starts):
+        to_first, trips = asyncio.run(session(params, asked))
+        firsts.append(to_first)
+    files = sum(1 for _ in kb.rglob("*.md"))
+    print(
+        f"{files} notes; start to first search_notes answer: "
+        f"{', '.join(f'{s:.2f}' for s in firsts)} s (median {statistics.median(firsts):.2f} s)"
+    )
+    cuts = statistics.quantiles(trips, n=20)
+    print(f"search_notes round trip over stdio, {len(trips)} calls: "
+          f"p50 {statistics.median(trips):.1f} ms, p95 {cuts[18]:.1f} ms")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
