@@ -280,32 +280,36 @@ class Notes:
         k: K = 5,
         source: str | None = None,
         heading_level: int | None = None,
+        tags: list[str] | None = None,
     ) -> SearchResults:
         """Search the notes by keyword and meaning together: the best passages, each with
         its file (`source`), heading chain and line range, best first. `source` is a
         path glob (e.g. "guides/**"); `heading_level` N keeps passages under headings of
-        level N or higher (1 = H1)."""
+        level N or higher (1 = H1); `tags` keeps passages carrying every tag given
+        ("project" also takes "project/alpha")."""
         with refusals():
             if not query.strip():
                 raise AskmdError("the query is empty")
             check_text(query, "the query")
             check_text(source, "source")
-            filters = pipeline.filters(source, heading_level)
+            filters = pipeline.filters(source, heading_level, tags=tags)
             self.ready()
             hits = self.index.search(query, k, filters=filters)
             return {"query": query, "results": [h.to_json() for h in hits]}
 
-    def ask(self, question: Query, k: K = 5) -> AskResult:
+    def ask(self, question: Query, k: K = 5, tags: list[str] | None = None) -> AskResult:
         """Answer a question from the notes, with [n] citations checked against the
         passages and a reference for each (file, heading chain, lines, the quoted
         fragment). `mode` is "llm" when a model wrote it, "extractive" when it quotes the
-        notes' own sentences (no LLM configured, or it failed: `llm_error` says why)."""
+        notes' own sentences (no LLM configured, or it failed: `llm_error` says why).
+        `tags` answers only from passages carrying every tag given."""
         with refusals():
             if not question.strip():
                 raise AskmdError("the question is empty")
             check_text(question, "the question")
+            filters = pipeline.filters(None, None, tags=tags)
             self.ready()
-            return self.index.ask(question, [], k).to_json()
+            return self.index.ask(question, [], k, filters=filters).to_json()
 
     def read_note(
         self, path: str, line_start: Line = None, line_end: Line = None

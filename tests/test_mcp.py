@@ -120,6 +120,39 @@ def test_in_process_search_returns_the_search_json_as_structured_content(index) 
     assert json.loads(result.content[0].text) == found
 
 
+def test_in_process_tags_filter_search_and_ask(tmp_path) -> None:
+    kb = write_notes(
+        tmp_path / "kb",
+        {
+            "alpha.md": "---\ntags: [project/alpha]\n---\n# Alpha\n\nThe deploy window: Monday.\n",
+            "beta.md": "# Beta\n\nThe deploy window is Friday. #project/beta\n",
+            "home.md": "# Home\n\nThe deploy window for the garden is spring.\n",
+        },
+    )
+    settings = load_settings({}, None, {"knowledge_dir": kb, "index_dir": tmp_path / "ix"})
+    server = server_over(pipeline.Index(settings))
+
+    def sources(result) -> set[str]:
+        return {r["source"] for r in result.structured_content["results"]}
+
+    query = {"query": "deploy window", "k": 5}
+    everything = run(server, lambda c: c.call_tool("search_notes", query))
+    assert sources(everything) == {"alpha.md", "beta.md", "home.md"}
+    project = run(server, lambda c: c.call_tool("search_notes", {**query, "tags": ["#project"]}))
+    assert sources(project) == {"alpha.md", "beta.md"}
+    beta = run(server, lambda c: c.call_tool("search_notes", {**query, "tags": ["project/beta"]}))
+    assert sources(beta) == {"beta.md"}
+    asked = run(
+        server,
+        lambda c: c.call_tool(
+            "ask", {"question": "when is the deploy window?", "tags": ["project/alpha"]}
+        ),
+    )
+    assert {r["source"] for r in asked.structured_content["references"]} == {"alpha.md"}
+    empty = run(server, lambda c: c.call_tool("search_notes", {**query, "tags": [""]}))
+    assert empty.is_error and "empty tag" in empty.content[0].text
+
+
 def test_in_process_read_note_gives_lines_as_the_index_numbers_them(index) -> None:
     server = server_over(index)
     hit = run(server, lambda c: c.call_tool("search_notes", {"query": "metrics port", "k": 1}))
