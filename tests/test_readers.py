@@ -264,6 +264,12 @@ def test_index_skips_each_bad_file_with_a_reason_and_cites_pages(run_rag, tmp_pa
 
     shown = run_rag(*where, "search", "What does error E7 mean?")
     assert "manual.pdf p. 3 › Troubleshooting > Error E7" in shown.stdout
+    asked = run_rag(*where, "ask", "What does error E7 mean?", "--json")
+    refs = json.loads(asked.stdout)["references"]
+    assert refs and (refs[0]["source"], refs[0]["page_start"]) == ("manual.pdf", 3)
+    shown = run_rag(*where, "ask", "What does error E7 mean?")
+    assert "manual.pdf p. 3 › Troubleshooting > Error E7" in shown.stdout
+    assert "manual.pdf p. 3 › Troubleshooting > Error E7 (lines" not in shown.stdout
 
     again = json.loads(run_rag(*where, "index", "--json").stdout)
     assert again["files_skipped"] == report["files_skipped"]
