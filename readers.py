@@ -135,13 +135,39 @@ def read_pdf(path: Path, max_chars: int | None = None) -> Converted:
             _forget(reader)  # every 50 pages: fonts shared by pages stay cached between
         page_lines = [escape_line(_SPACES.sub(" ", ln).strip()) for ln in text.split("\n")]
         any_text = any_text or any(page_lines)
-        page_lines = _place_headings(page_lines, headings.get(number, []))
+        page_lines = _join_cjk(_place_headings(page_lines, headings.get(number, [])))
         lines.extend(budget.take(ln) for ln in page_lines)
         lines.append("")
     if count and not any_text:
         raise Unreadable(NO_TEXT)
     title = _pdf_title(reader)
     return Converted("\n".join(lines), title, tuple(pages))
+
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff01-\uff5e，、]")
+_CJK_END = "。！？；：」』）”"
+
+
+def _join_cjk(lines: list[str]) -> list[str]:
+    """Join a line that wrapped in the middle of Chinese or Japanese text to the next one:
+    a printed line break inside `重新启动` would split the word for search and reading.
+    Only a line about as long as the page's longest wrapped: a short one (a heading, the
+    end of a paragraph) keeps its line break."""
+    full = 0.8 * max((len(ln) for ln in lines), default=0)
+    out: list[str] = []
+    wrapped = False  # the last line appended ended a full-width printed line
+    for line in lines:
+        prev = out[-1] if out else ""
+        joins = (
+            wrapped and line and not line.startswith("#") and _CJK.match(line[0])
+            and _CJK.match(prev[-1]) and prev[-1] not in _CJK_END
+        )  # fmt: skip
+        if joins:
+            out[-1] = prev + line
+        else:
+            out.append(line)
+        wrapped = bool(line) and len(line) >= full and not line.startswith("#")
+    return out
 
 
 def _forget(reader) -> None:

@@ -150,12 +150,16 @@ def test_txt_keeps_every_line_and_reads_no_markdown(tmp_path: Path) -> None:
 def test_chinese_pdf_comes_out_in_reading_order(tmp_path: Path) -> None:
     if not subprocess.run(["fc-list", ":lang=zh"], capture_output=True, text=True).stdout:
         missing("no Chinese font for chromium to print with (apt install fonts-wqy-microhei)")
-    sentence = "本手册介绍如何在系统上安装软件。首先下载安装包，然后运行安装程序。"
-    html = f'<html><head><meta charset="utf-8"></head><body><h1>安装指南</h1><p>{sentence}</p>'
-    note = read(chromium_pdf(html + "</body></html>", tmp_path / "zh.pdf"))
-    flat = note.text.replace("\n", "")
-    assert sentence in flat  # in order, not one character per line
-    assert "# 安装指南" in note.text
+    sentence = "本手册介绍如何在系统上安装软件，首先下载安装包然后运行安装程序并重新启动计算机。"
+    paragraph = sentence * 4  # wraps over several printed lines
+    html = f'<html><head><meta charset="utf-8"></head><body><h1>安装指南</h1><p>{paragraph}</p>'
+    html += "<h2>配置</h2><p>配置文件位于主目录中。</p></body></html>"
+    note = read(chromium_pdf(html, tmp_path / "zh.pdf"))
+    # In reading order, and a line printed full width is joined to the next: the
+    # paragraph is one line again, not cut inside a word.
+    assert paragraph in note.text.split("\n")
+    assert "# 安装指南" in note.text and "## 配置" in note.text
+    assert "配置文件位于主目录中。" in note.text.split("\n")
 
 
 # --- bad files -----------------------------------------------------------------------------
