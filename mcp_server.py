@@ -41,6 +41,7 @@ import folder
 import indexer
 import notes
 import pipeline
+import readers
 from errors import AskmdError, NotFound, first_line
 from pipeline import Index
 
@@ -389,14 +390,18 @@ class Notes:
 
     def _read(self, path: str, line_start: int | None, line_end: int | None) -> NoteText:
         """Lines of a note confined to the knowledge folder, numbered as the index numbers
-        them (the file's own lines, front matter counted)."""
+        them: a Markdown file's own lines (front matter counted); for a PDF, Word, HTML or
+        text file, the lines of the text read out of it."""
         source = folder.existing(self.settings, path)
         where = self.settings.knowledge_dir / source
         limit = self.settings.max_file_bytes
         try:
-            if where.stat().st_size > limit:
+            if readers.kind(source) is not None:  # PDF, Word, HTML, text: as it was indexed
+                text = notes.read(self.settings.knowledge_dir, source, limit).text
+            elif where.stat().st_size > limit:
                 raise AskmdError(f"{source} is over the {limit / 1048576:.4g} MB limit")
-            text = notes.decode(where.read_bytes())
+            else:
+                text = notes.decode(where.read_bytes())
         except notes.Unreadable as exc:
             raise AskmdError(f"{source} is {exc}") from None
         except OSError as exc:

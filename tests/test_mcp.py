@@ -153,6 +153,24 @@ def test_in_process_tags_filter_search_and_ask(tmp_path) -> None:
     assert empty.is_error and "empty tag" in empty.content[0].text
 
 
+def test_in_process_read_note_of_a_pdf_gives_the_lines_its_citations_name(tmp_path) -> None:
+    import shutil
+
+    kb = write_notes(tmp_path / "kb", NOTES)
+    shutil.copy(ROOT / "tests" / "fixtures" / "manual.pdf", kb / "manual.pdf")
+    settings = load_settings({}, None, {"knowledge_dir": kb, "index_dir": tmp_path / "ix"})
+    server = server_over(pipeline.Index(settings))
+    found = run(server, lambda c: c.call_tool("search_notes", {"query": "error E7", "k": 1}))
+    hit = found.structured_content["results"][0]
+    assert hit["source"] == "manual.pdf"
+    span = {"path": "manual.pdf", "line_start": hit["line_start"], "line_end": hit["line_end"]}
+    read = run(server, lambda c: c.call_tool("read_note", span))
+    assert not read.is_error, read.content
+    # The text read out of the PDF, lines numbered as the citation numbers them.
+    assert read.structured_content["text"].split()[:3] == hit["text"].split()[:3]
+    assert "%PDF" not in read.structured_content["text"]
+
+
 def test_in_process_read_note_gives_lines_as_the_index_numbers_them(index) -> None:
     server = server_over(index)
     hit = run(server, lambda c: c.call_tool("search_notes", {"query": "metrics port", "k": 1}))
