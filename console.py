@@ -245,8 +245,9 @@ def show_hits(hits, query: str) -> None:
         out.print(Panel(Text(snippet), border_style="dim"))
 
 
-def show_debug(hits, query: str) -> None:
-    """/debug: the retrieved chunks as one table (rank, score, where, the start of the text)."""
+def show_debug(hits, query: str, backlinks: dict[str, int] | None = None) -> None:
+    """/debug: the retrieved chunks as one table (rank, score, where, lines or pages, tags,
+    how many notes link to the hit's note, the start of the text)."""
     if not hits:
         out.print(f"no chunks found for {escape(clean(query))!r}")
         return
@@ -257,16 +258,29 @@ def show_debug(hits, query: str) -> None:
     table.add_column("score", style="magenta", justify="right", no_wrap=True)
     table.add_column("source › heading chain", ratio=2, overflow="fold")
     table.add_column("lines", style="green", no_wrap=True)
+    table.add_column("tags", style="cyan", overflow="fold")
+    table.add_column("links in", justify="right", no_wrap=True)
     table.add_column("text", ratio=3, style="dim")
+    backlinks = backlinks or {}
     for hit in hits:
         where = clean(hit.source + (f" › {hit.heading_chain}" if hit.heading_chain else ""))
         snippet = " ".join(clean(hit.text).split())
         snippet = snippet if len(snippet) <= 160 else snippet[:159] + "…"
+        span = f"{hit.line_start}–{hit.line_end}"
+        if hit.page_start is not None:
+            pages = (
+                hit.page_start
+                if hit.page_end in (None, hit.page_start)
+                else (f"{hit.page_start}–{hit.page_end}")
+            )
+            span = f"p. {pages}"
         table.add_row(
             str(hit.rank),
             f"{hit.score:.3f}",
             Text(where),
-            f"{hit.line_start}–{hit.line_end}",
+            span,
+            Text(clean(" ".join(f"#{t}" for t in hit.tags))),
+            str(backlinks.get(hit.source, 0)),
             Text(snippet),
         )
     out.print(table)

@@ -383,6 +383,14 @@ class Index:
         m = self.manifest
         return vault.graph(m.links(), set(m.files()) | _folder_files(self.settings))
 
+    def backlinks(self) -> dict[str, int]:
+        """How many other notes link to each note (for /debug)."""
+        linking: dict[str, set[str]] = {}
+        for k in self.link_graph():
+            if k.to and k.to != k.source:
+                linking.setdefault(k.to, set()).add(k.source)
+        return {note: len(sources) for note, sources in linking.items()}
+
     def links(self, note: str) -> dict:
         """A note's outgoing links and its backlinks; `note` is a path or a name, found
         as a link to it would be."""

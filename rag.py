@@ -368,7 +368,7 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
         query, hits = answer.resolve(  # as a question here would be searched, without a model
             rest, talk.turns, lambda q: index.search(q, index.settings.top_k), None
         )
-        console.show_debug(hits, query)
+        console.show_debug(hits, query, index.backlinks())
     elif word == "/sources":
         if talk.last is None:
             raise AskmdError("no answer yet: ask a question first")

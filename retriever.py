@@ -47,6 +47,7 @@ class Hit:
     text: str
     page_start: int | None = None  # 1-based, for paged formats (PDF); else None
     page_end: int | None = None
+    tags: tuple[str, ...] = ()  # the chunk's tags (front matter and inline), for /debug
 
     def to_json(self) -> dict:
         return {
@@ -248,6 +249,7 @@ def _hits(scored: list[tuple[Stored, float]], k: int) -> list[Hit]:
             line_start=int(s.metadata.get("line_start", 0)),
             line_end=int(s.metadata.get("line_end", 0)),
             text=s.text,
+            tags=tuple(t for t in str(s.metadata.get("tags", "")).split(",") if t),
             page_start=_page(s.metadata.get("page_start")),
             page_end=_page(s.metadata.get("page_end")),
         )

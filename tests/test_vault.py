@@ -190,3 +190,31 @@ def test_tag_filter_over_the_api(tmp_path):
         reply = client.post("/api/v1/search", json=body)
         assert reply.status_code == 200, reply.text
         assert [h["source"] for h in reply.json()["results"]] == ["gamma.md"]
+
+
+def test_debug_shows_each_hits_tags_and_how_many_notes_link_to_it(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, clean_env
+
+    kb = write_notes(
+        tmp_path / "kb",
+        {
+            "Deploy.md": "---\ntags: [project/alpha]\n---\n# Deploy\n\nDeploy window: Monday.\n",
+            "a.md": "# A\n\nSee [[Deploy]] before shipping.\n",
+            "b.md": "# B\n\nAlso [[deploy|the deploy note]]. #ops\n",
+        },
+    )
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "rag.py"), "--knowledge", str(kb), "--index-dir",
+         str(tmp_path / "ix"), "--no-watch"],
+        input="/debug when is the deploy window\n", capture_output=True, text=True,
+        env={**clean_env(), "COLUMNS": "200"}, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    row = next(line for line in result.stdout.splitlines() if "Deploy.md" in line)
+    cells = [c.strip() for c in row.split("│")]
+    assert "#project/alpha" in cells and "2" in cells, row  # linked from a.md and b.md
+    ops = next(line for line in result.stdout.splitlines() if "b.md" in line)
+    assert "#ops" in ops and "links in" in result.stdout
