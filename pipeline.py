@@ -361,6 +361,8 @@ class Index:
             "dimension": 0,
             "index_dir": str(self.settings.index_dir),
             "last_sync": None,
+            "links": 0,
+            "broken_links": 0,
         }
         if not (self.settings.index_dir / manifest_file.MANIFEST).exists():
             return stats  # nothing indexed yet; do not create an index just to say so

@@ -193,7 +193,8 @@ def test_stats_is_the_same_object_as_the_stats_json_command(plain: Server) -> No
     assert served.json() == json.loads(command.stdout)
     stats = served.json()
     assert list(stats) == [
-        "knowledge_dir", "files", "chunks", "embedder", "dimension", "index_dir", "last_sync"
+        "knowledge_dir", "files", "chunks", "embedder", "dimension", "index_dir", "last_sync",
+        "links", "broken_links",
     ]  # fmt: skip
     assert stats["files"] == 2 and stats["chunks"] == 3 and stats["dimension"] > 0
 

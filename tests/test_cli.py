@@ -188,6 +188,8 @@ def test_index_search_stats_json(run_rag, kb: Path, embed_server) -> None:
         "dimension": 16,
         "index_dir": str(kb.parent / "ix"),
         "knowledge_dir": str(kb.resolve()),
+        "links": 0,
+        "broken_links": 0,
     }
     assert got["last_sync"].startswith("20")
 
@@ -265,6 +267,8 @@ def test_stats_before_any_index_creates_nothing(run_rag, tmp_path: Path) -> None
         "dimension": 0,
         "index_dir": "ix",
         "last_sync": None,
+        "links": 0,
+        "broken_links": 0,
     }
     assert not (tmp_path / "ix").exists()
 
