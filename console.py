@@ -258,10 +258,15 @@ def show_debug(hits, query: str, backlinks: dict[str, int] | None = None) -> Non
     table.add_column("score", style="magenta", justify="right", no_wrap=True)
     table.add_column("source › heading chain", ratio=2, overflow="fold")
     table.add_column("lines", style="green", no_wrap=True)
-    table.add_column("tags", style="cyan", overflow="fold")
-    table.add_column("links in", justify="right", no_wrap=True)
-    table.add_column("text", ratio=3, style="dim")
     backlinks = backlinks or {}
+    # Tags and inbound links only where the notes have them: a plain folder keeps its room.
+    tagged = any(hit.tags for hit in hits)
+    linked = any(backlinks.get(hit.source) for hit in hits)
+    if tagged:
+        table.add_column("tags", style="cyan", overflow="fold")
+    if linked:
+        table.add_column("links in", justify="right", no_wrap=True)
+    table.add_column("text", ratio=3, style="dim")
     for hit in hits:
         where = clean(hit.source + (f" › {hit.heading_chain}" if hit.heading_chain else ""))
         snippet = " ".join(clean(hit.text).split())
@@ -274,15 +279,12 @@ def show_debug(hits, query: str, backlinks: dict[str, int] | None = None) -> Non
                 else (f"{hit.page_start}–{hit.page_end}")
             )
             span = f"p. {pages}"
-        table.add_row(
-            str(hit.rank),
-            f"{hit.score:.3f}",
-            Text(where),
-            span,
-            Text(clean(" ".join(f"#{t}" for t in hit.tags))),
-            str(backlinks.get(hit.source, 0)),
-            Text(snippet),
-        )
+        cells: list = [str(hit.rank), f"{hit.score:.3f}", Text(where), span]
+        if tagged:
+            cells.append(Text(clean(" ".join(f"#{t}" for t in hit.tags))))
+        if linked:
+            cells.append(str(backlinks.get(hit.source, 0)))
+        table.add_row(*cells, Text(snippet))
     out.print(table)
 
 

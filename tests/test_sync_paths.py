@@ -67,8 +67,8 @@ def test_a_deleted_path_leaves_the_index(index: Index) -> None:
 def test_a_note_renamed_to_what_is_not_a_note_leaves_the_index(index: Index) -> None:
     kb = index.settings.knowledge_dir
     (kb / "ops/keys.md").rename(kb / "ops/.keys.md")  # hidden now
-    (kb / "ops/ports.md").rename(kb / "ops/ports.txt")  # not matched by the globs
-    report = index.sync(paths=["ops/keys.md", "ops/.keys.md", "ops/ports.md", "ops/ports.txt"])
+    (kb / "ops/ports.md").rename(kb / "ops/ports.log")  # not matched by the globs
+    report = index.sync(paths=["ops/keys.md", "ops/.keys.md", "ops/ports.md", "ops/ports.log"])
     assert (report.files_deleted, report.files_added) == (2, 0)
     assert indexed(index) == {"garden/tomatoes.md"}
 

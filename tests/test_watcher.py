@@ -157,7 +157,7 @@ def test_tool_folders_temp_files_and_other_files_never_wake_the_index(live: Live
             "bread.md~": "backup",
             "guides/ports.md.tmp": "partial",
             "4913": "",
-            "todo.txt": "not an included file",
+            "todo.log": "not an included file",
             "drafts/idea.md": "# Draft\n\nexcluded folder\n",
         },
     )
