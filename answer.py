@@ -567,8 +567,14 @@ def references(text: str, cited: list[int], hits: list[Hit]) -> list[Reference]:
         fragment = _best_fragment(hit, " ".join(claims[n]))
         out.append(
             Reference(
-                n, hit.source, hit.heading_chain, hit.line_start, hit.line_end, fragment,
-                hit.page_start, hit.page_end,
+                n,
+                hit.source,
+                hit.heading_chain,
+                hit.line_start,
+                hit.line_end,
+                fragment,
+                hit.page_start,
+                hit.page_end,
             )  # fmt: skip
         )
     return out
@@ -633,8 +639,14 @@ def extractive(query: str, hits: list[Hit], max_sentences: int = 3) -> tuple[str
             hit = hits[n - 1]
             refs.append(
                 Reference(
-                    n, hit.source, hit.heading_chain, hit.line_start, hit.line_end, quoted,
-                    hit.page_start, hit.page_end,
+                    n,
+                    hit.source,
+                    hit.heading_chain,
+                    hit.line_start,
+                    hit.line_end,
+                    quoted,
+                    hit.page_start,
+                    hit.page_end,
                 )  # fmt: skip
             )
     return "\n".join(lines), refs
