@@ -299,25 +299,32 @@ def cmd_repl(args: argparse.Namespace, settings: Settings) -> int:
         console.notice(
             f"askmd over {folder}/ (index in {where}/) — /help for commands, /quit to leave"
         )
-    while True:
-        try:
-            line = input("› " if interactive else "").strip()
-        except EOFError:
-            return 0
-        except KeyboardInterrupt:
-            console.notice("")
-            continue
-        if not line:
-            continue
-        if live is not None:
-            live.say()  # what changed on disk since the last answer, never during one
-        try:
-            if _repl_command(index, talk, line) is False:
+    try:
+        while True:
+            try:
+                line = input("› " if interactive else "").strip()
+            except EOFError:
                 return 0
-        except AskmdError as exc:
-            console.error(str(exc))
-        except KeyboardInterrupt:
-            console.cancelled()
+            except KeyboardInterrupt:
+                console.notice("")
+                continue
+            if not line:
+                continue
+            if live is not None:
+                live.say()  # what changed on disk since the last answer, never during one
+            try:
+                if _repl_command(index, talk, line) is False:
+                    return 0
+            except AskmdError as exc:
+                console.error(str(exc))
+            except KeyboardInterrupt:
+                console.cancelled()
+    finally:
+        if live is not None:  # no sync may be half-way when the interpreter shuts down
+            live.watcher.stop(timeout=LEAVE_WAIT_SECONDS)
+
+
+LEAVE_WAIT_SECONDS = 30  # leaving the REPL waits this long for the watcher's sync to end
 
 
 class _Live:
