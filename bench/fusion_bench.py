@@ -76,8 +76,10 @@ def blend(dense, keyword, alpha: float) -> list[str]:
     return sorted(score, key=lambda c: -score[c])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def labelled_set(doc: str) -> tuple[rag.Index, list]:
+    """The command line every fusion bench takes (corpus, queries, --index-dir, --limit,
+    --embedding-model), the corpus indexed (or reused), and its queries."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("corpus")
     parser.add_argument("queries")
     parser.add_argument("--index-dir")
@@ -95,8 +97,11 @@ def main() -> None:
     index = rag.Index(settings)
     index.sync()
     queries = evaluate.read_queries(Path(args.queries), [])
-    if args.limit:
-        queries = queries[: args.limit]
+    return index, queries[: args.limit or None]
+
+
+def main() -> None:
+    index, queries = labelled_set(__doc__)
     lists = []
     for q in queries:
         dense = [(h.chunk_id, h.score) for h in index.search(q.query, POOL, mode="dense")]

@@ -14,22 +14,17 @@ per rule, best MRR@10 last.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from fusion_bench import POOL, files_of, metrics  # noqa: E402
+from fusion_bench import POOL, files_of, labelled_set, metrics  # noqa: E402
 
-import evaluate  # noqa: E402
-import rag  # noqa: E402
 import retriever  # noqa: E402
-from settings import load_settings  # noqa: E402
 from terms import content_terms  # noqa: E402
 
 
@@ -61,24 +56,7 @@ def fuse(q, alpha, spread=0.0, rare_df=0, rare_alpha=None, guarantee=0, tiebreak
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("corpus")
-    parser.add_argument("queries")
-    parser.add_argument("--index-dir")
-    parser.add_argument("--limit", type=int, default=0, help="only the first N queries")
-    parser.add_argument("--embedding-model", default="")
-    args = parser.parse_args()
-    settings = load_settings(
-        environ={"ASKMD_EMBEDDING_MODEL": args.embedding_model},
-        dotenv_path=None,
-        overrides={
-            "knowledge_dir": Path(args.corpus),
-            "index_dir": Path(args.index_dir or tempfile.mkdtemp(prefix="askmd-rare-")),
-        },
-    )
-    index = rag.Index(settings)
-    index.sync()
-    queries = evaluate.read_queries(Path(args.queries), [])[: args.limit or None]
+    index, queries = labelled_set(__doc__)
     db = index.manifest.db
     data = []
     for query in queries:
