@@ -289,41 +289,29 @@ function askForToken() {
 
 async function addNote(event) {
   event.preventDefault();
-  const status = $("add-status");
-  status.className = "small";
-  status.textContent = "indexing…";
-  try {
-    const response = await api("/api/v1/ingest", {
-      method: "POST",
-      body: { file_name: $("file-name").value.trim(), content: $("content").value },
-    });
-    const result = await response.json();
-    status.textContent = `${result.file}: ${result.status}, ${result.chunks} chunk${result.chunks === 1 ? "" : "s"}`;
-    refreshStats();
-  } catch (error) {
-    status.className = "small error";
-    status.textContent = error.message;
-  }
+  await ingest({ file_name: $("file-name").value.trim(), content: $("content").value });
 }
 
 // PDF and Word files are binary: sent as they are (base64), not shown in the text box.
 const BINARY_NOTE = /\.(pdf|docx)$/i;
 
 async function uploadBinary(file) {
+  const bytes = new Uint8Array(await file.arrayBuffer());
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  }
+  const name = $("file-name").value.trim() || file.name;
+  await ingest({ file_name: name, content_base64: btoa(binary) });
+}
+
+// One ingest, however the note came: what happened to it, or why not, under the form.
+async function ingest(body) {
   const status = $("add-status");
   status.className = "small";
   status.textContent = "indexing…";
   try {
-    const bytes = new Uint8Array(await file.arrayBuffer());
-    let binary = "";
-    for (let i = 0; i < bytes.length; i += 0x8000) {
-      binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-    }
-    const name = $("file-name").value.trim() || file.name;
-    const response = await api("/api/v1/ingest", {
-      method: "POST",
-      body: { file_name: name, content_base64: btoa(binary) },
-    });
+    const response = await api("/api/v1/ingest", { method: "POST", body });
     const result = await response.json();
     status.textContent = `${result.file}: ${result.status}, ${result.chunks} chunk${result.chunks === 1 ? "" : "s"}`;
     refreshStats();
