@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 import embedding_models as models
-from errors import AskmdError, first_line, openai_error, server_message
+from errors import AskmdError, first_line, openai_error
 
 if TYPE_CHECKING:
-    import openai
+    pass
 
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
@@ -368,46 +368,6 @@ class OpenAIEmbedder:
             )
         self._dimension = dimensions[0]
         return np.stack(rows)
-
-    def _translate(self, exc: openai.OpenAIError) -> AskmdError:
-        import openai
-
-        where = f"the embeddings server at {self.url}"
-        retries = _plural(self.max_retries, "retry", "retries")
-        if isinstance(exc, openai.APITimeoutError):
-            return AskmdError(
-                f"{where} did not answer within {self.timeout:g} s. "
-                "Is it overloaded? Wait and run again, or lower ASKMD_EMBED_BATCH."
-            )
-        if isinstance(exc, openai.APIConnectionError):
-            return AskmdError(
-                f"cannot connect to the embeddings server at {self.url}. "
-                "Is it running? Check OPENAI_BASE_URL."
-            )
-        if isinstance(exc, openai.AuthenticationError):
-            return AskmdError(f"{where} refused the API key (401). Check OPENAI_API_KEY.")
-        if isinstance(exc, openai.NotFoundError):
-            return AskmdError(
-                f"{where} does not know the model '{self.model}' (404). "
-                "Check ASKMD_EMBEDDING_MODEL."
-            )
-        if isinstance(exc, openai.RateLimitError):
-            return AskmdError(
-                f"{where} is rate-limiting requests (429) and still did after {retries}. "
-                "Wait and run again, or lower ASKMD_EMBED_BATCH."
-            )
-        if isinstance(exc, openai.APIStatusError):
-            detail = server_message(exc.body)
-            detail = f": {detail}" if detail else ""
-            if exc.status_code >= 500:
-                return AskmdError(
-                    f"{where} failed ({exc.status_code}) and still did after {retries}"
-                    f"{detail}. Check the server's log, or wait and run again."
-                )
-            return AskmdError(
-                f"{where} failed ({exc.status_code}){detail}. Check the server's log."
-            )
-        return AskmdError(f"{where} failed: {first_line(exc)}. Check the server's log.")
 
 
 def make_embedder(
