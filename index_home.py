@@ -50,6 +50,19 @@ def default_index_dir(knowledge_dir: Path, environ: Mapping[str, str] | None = N
     return data_home(os.environ if environ is None else environ) / "askmd" / f"{name}-{digest}"
 
 
+def default_collection(knowledge_dir: Path) -> str:
+    """The Chroma collection of one knowledge folder on a shared Chroma server: the same
+    `<folder name>-<hash of its real path>` as its index folder, so folders never share
+    (and never wipe) one collection by accident, kept to Chroma's rules (3-512 of
+    [A-Za-z0-9._-], alphanumeric at both ends). Machines that mount one share at one path
+    get one collection; others name it with ASKMD_COLLECTION."""
+    real = os.path.realpath(knowledge_dir)
+    digest = hashlib.sha256(os.fsencode(real)).hexdigest()[:12]
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(real).name)
+    name = re.sub(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$", "", name[:40]) or "notes"
+    return f"{name}-{digest}"
+
+
 def owner(index_dir: Path) -> str | None:
     """The real path of the knowledge folder this index was built for, if recorded."""
     try:

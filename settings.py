@@ -46,7 +46,9 @@ class Settings:
     embed_threads: int = 0
     embed_batch: int = 0
     chroma_url: str = ""
-    collection: str = "askmd"
+    # Empty: "askmd" in the index's own embedded Chroma; on a Chroma server, one collection
+    # per knowledge folder (see index_home.default_collection). Always set once it exists.
+    collection: str = ""
     top_k: int = 5
     openai_api_key: str = field(default="", repr=False)
     openai_base_url: str = ""
@@ -67,6 +69,9 @@ class Settings:
     def __post_init__(self) -> None:
         if self.index_dir is None:
             object.__setattr__(self, "index_dir", index_home.default_index_dir(self.knowledge_dir))
+        if not self.collection:
+            shared = self.chroma_url and index_home.default_collection(self.knowledge_dir)
+            object.__setattr__(self, "collection", shared or "askmd")
 
     @property
     def llm_configured(self) -> bool:
@@ -124,7 +129,11 @@ DOCS: dict[str, tuple[str, str]] = {
         "ASKMD_CHROMA_URL",
         "a Chroma server (e.g. http://127.0.0.1:8001) instead of the embedded database",
     ),
-    "collection": ("ASKMD_COLLECTION", "Chroma collection name for this knowledge folder"),
+    "collection": (
+        "ASKMD_COLLECTION",
+        "Chroma collection name; empty: askmd, or on a Chroma server one per knowledge folder "
+        "(<folder name>-<hash of its path>)",
+    ),
     "top_k": ("ASKMD_TOP_K", "how many chunks a search returns"),
     "openai_api_key": ("OPENAI_API_KEY", "API key for the LLM and the openai embedding backend"),
     "openai_base_url": (
@@ -256,7 +265,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
 
 def default_text(field_name: str) -> str:
     """A default as it is written in .env.example and the README."""
-    if field_name == "index_dir":
+    if field_name in ("index_dir", "collection"):
         return ""  # computed per knowledge folder
     value = getattr(Settings(), field_name)
     if value is None:
