@@ -156,8 +156,10 @@ class Index:
             s.embedding_model or None,
             threads=s.embed_threads,
             batch_size=s.embed_batch or None,
-            base_url=s.openai_base_url or None,
-            api_key=s.openai_api_key or None,
+            # Its own server when it is not the chat server; else the chat server's.
+            base_url=s.embedding_base_url or s.openai_base_url or None,
+            api_key=s.embedding_api_key or s.openai_api_key or None,
+            concurrency=s.embed_concurrency,
         )
 
     @cached_property

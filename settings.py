@@ -43,8 +43,11 @@ class Settings:
     watch_poll: float = 0.0  # > 0: poll the folder every this many seconds, not inotify
     embedding_backend: str = "local"
     embedding_model: str = ""
+    embedding_base_url: str = ""  # the embeddings server, when it is not the chat server
+    embedding_api_key: str = field(default="", repr=False)
     embed_threads: int = 0
     embed_batch: int = 0
+    embed_concurrency: int = 0
     chroma_url: str = ""
     # Empty: "askmd" in the index's own embedded Chroma; on a Chroma server, one collection
     # per knowledge folder (see index_home.default_collection). Always set once it exists.
@@ -120,10 +123,23 @@ DOCS: dict[str, tuple[str, str]] = {
         "on Chinese, ~6x slower to index; pip install -r requirements-multilingual.txt) for "
         "every chunk",
     ),
+    "embedding_base_url": (
+        "ASKMD_EMBEDDING_BASE_URL",
+        "the openai embedding backend's server, when it is not the LLM's; empty: OPENAI_BASE_URL",
+    ),
+    "embedding_api_key": (
+        "ASKMD_EMBEDDING_API_KEY",
+        "API key for ASKMD_EMBEDDING_BASE_URL; empty: OPENAI_API_KEY",
+    ),
     "embed_threads": ("ASKMD_EMBED_THREADS", "CPU threads for the local model; 0 lets it choose"),
     "embed_batch": (
         "ASKMD_EMBED_BATCH",
         "texts per embedding batch; 0 picks per backend (8 local, 64 openai)",
+    ),
+    "embed_concurrency": (
+        "ASKMD_EMBED_CONCURRENCY",
+        "batches in flight to the openai embedding server; 0 fits the server (2 on this "
+        "machine, 4 remote)",
     ),
     "chroma_url": (
         "ASKMD_CHROMA_URL",
@@ -233,8 +249,11 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "index_dir": lambda v: Path(v.strip()).expanduser(),
     "embedding_backend": lambda v: v.strip().lower(),
     "embedding_model": _text,
+    "embedding_base_url": _text,
+    "embedding_api_key": _text,
     "embed_threads": _whole,
     "embed_batch": _whole,
+    "embed_concurrency": _whole,
     "chroma_url": _text,
     "collection": _text,
     "top_k": _whole,
@@ -283,6 +302,8 @@ def default_text(field_name: str) -> str:
 _EMPTY_MEANS_SOMETHING = {
     "exclude",
     "embedding_model",
+    "embedding_base_url",
+    "embedding_api_key",
     "chroma_url",
     "openai_api_key",
     "openai_base_url",
@@ -356,6 +377,11 @@ def _validate(s: Settings, origin: dict[str, str], need_knowledge_dir: bool) -> 
     if not 0 <= s.embed_batch <= 4096:
         problems.append(
             f"{where('embed_batch')}: the batch size must be between 1 and 4096 (0 = automatic)"
+        )
+    if not 0 <= s.embed_concurrency <= 64:
+        problems.append(
+            f"{where('embed_concurrency')}: batches in flight must be between 1 and 64 "
+            "(0 = automatic)"
         )
     if not 1 <= s.top_k <= 200:
         problems.append(f"{where('top_k')}: top-k must be between 1 and 200")

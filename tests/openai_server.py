@@ -5,6 +5,10 @@ request is recorded; `force` queues scripted replies per path (an error status, 
 delay). More endpoints are added by putting a function in `routes`: it gets the JSON body and
 returns a JSON object, or an iterable of objects to stream as server-sent events (chat); a
 `bytes` item in that iterable is written to the stream as it is (to send a broken line).
+
+Like a real embeddings server, /v1/embeddings can take `latency` seconds per request and
+serve at most `max_concurrent` requests at once, answering any beyond that 429 with a
+Retry-After of `retry_after`; `peak` is the most requests it ever had in flight.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ class Request:
     path: str
     headers: dict[str, str]  # names lower-cased
     body: Any
+    at: float = 0.0  # time.monotonic() when it arrived
+    status: int = 0  # the status it was answered with, once decided
 
 
 @dataclass
@@ -51,17 +57,35 @@ def error_body(status: int, message: str | None = None) -> JSON:
     return {"error": {"message": message or f"forced {status}", "type": "test", "code": status}}
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 64  # many clients' batches connect at once; 5 would drop some
+
+
 class OpenAIServer:
     """`with OpenAIServer() as server:` then point a client at `server.url`."""
 
-    def __init__(self, dimension: int = 8, shuffle: bool = False) -> None:
+    def __init__(
+        self,
+        dimension: int = 8,
+        shuffle: bool = False,
+        *,
+        latency: float = 0.0,
+        max_concurrent: int | None = None,
+        retry_after: str = "1",
+    ) -> None:
         self.dimension = dimension
         self.shuffle = shuffle  # answer embeddings out of order, to test ordering by `index`
+        self.latency = latency  # seconds each embeddings request takes
+        self.max_concurrent = max_concurrent  # more embeddings requests at once get a 429
+        self.retry_after = retry_after  # the Retry-After header of that 429
+        self.in_flight = 0
+        self.peak = 0  # the most embeddings requests in flight at once, refused ones included
+        self.refused = 0  # 429s for going over max_concurrent
         self.requests: list[Request] = []
         self.routes: dict[str, Route] = {"/v1/embeddings": self.embeddings}
         self._forced: dict[str, deque[Forced]] = {}
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._httpd = _Server(("127.0.0.1", 0), _handler(self))
         self._httpd.daemon_threads = True
         self._httpd.block_on_close = False  # a reply still sleeping must not hold up close()
         self.url = f"http://127.0.0.1:{self._httpd.server_port}/v1"
@@ -98,6 +122,7 @@ class OpenAIServer:
         with self._lock:
             self.requests.clear()
             self._forced.clear()
+            self.peak = self.refused = 0
         self.routes = {"/v1/embeddings": self.embeddings}
 
     def embeddings(self, body: JSON) -> JSON:
@@ -113,6 +138,26 @@ class OpenAIServer:
         usage = {"prompt_tokens": len(texts), "total_tokens": len(texts)}
         return {"object": "list", "data": data, "model": body.get("model"), "usage": usage}
 
+    def enter(self, path: str) -> Forced | None:
+        """Count an embeddings request in; a 429 when that is more than `max_concurrent`."""
+        if path != "/v1/embeddings":
+            return None
+        with self._lock:
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+            if self.max_concurrent is None or self.in_flight <= self.max_concurrent:
+                return None
+            self.refused += 1
+        message = f"more than {self.max_concurrent} requests at once"
+        return Forced(429, error_body(429, message), 0.0, {"Retry-After": self.retry_after})
+
+    def leave(self, path: str) -> None:
+        # Before the reply is written: a client that has its answer may send the next
+        # request at once, and must not find this one still counted.
+        if path == "/v1/embeddings":
+            with self._lock:
+                self.in_flight -= 1
+
     def _next(self, path: str) -> Forced:
         with self._lock:
             queue = self._forced.get(path)
@@ -125,17 +170,27 @@ def _handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             body = json.loads(raw) if raw else None
             headers = {name.lower(): value for name, value in self.headers.items()}
+            request = Request(self.path, headers, body, time.monotonic())
             with server._lock:
-                server.requests.append(Request(self.path, headers, body))
-            forced = server._next(self.path)
+                server.requests.append(request)
+            refused = server.enter(self.path)
+            forced = refused or server._next(self.path)
+            if refused is None and self.path == "/v1/embeddings":
+                time.sleep(server.latency)
             time.sleep(forced.delay)
             try:
                 if forced.body is not None or forced.status != 200:
-                    self._send(forced.status, forced.body or {}, forced.headers)
+                    reply: JSON | Iterable[JSON] = forced.body or {}
+                    status, headers = forced.status, forced.headers
                 elif self.path in server.routes:
-                    self._send(200, server.routes[self.path](body), {})
+                    reply, status, headers = server.routes[self.path](body), 200, {}
                 else:
-                    self._send(404, error_body(404, f"no route {self.path}"), {})
+                    reply, status, headers = error_body(404, f"no route {self.path}"), 404, {}
+            finally:
+                server.leave(self.path)
+            request.status = status
+            try:
+                self._send(status, reply, headers)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up waiting (a timeout test)
 

@@ -190,7 +190,9 @@ def test_damaged_files_are_one_clear_line(tmp_path: Path) -> None:
 
 def test_batches_go_in_order_and_come_back_normalised(openai_server: OpenAIServer) -> None:
     texts = [f"passage {i}" for i in range(150)]
-    client = OpenAIEmbedder(openai_server.url, "sk-test", "embed-small", batch_size=64)
+    client = OpenAIEmbedder(
+        openai_server.url, "sk-test", "embed-small", batch_size=64, concurrency=1
+    )  # one batch at a time: the server sees them in order (test_embed_server: in flight)
     vectors = client.embed(texts)
     sent = [request.body for request in openai_server.requests]
     assert [request.path for request in openai_server.requests] == [EMBEDDINGS] * 3
