@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 # Bump when chunk boundaries or their search text change, so indexes built by older code
 # rebuild (from the embedding cache where a chunk's text is unchanged).
-VERSION = "3"
+VERSION = "4"
 HARD_CAP_FACTOR = 1.5
 MAX_CHAIN_LEVEL = 4  # H5/H6 are body text: too fine-grained to be worth a section
 
@@ -75,8 +75,8 @@ class Chunk:
     def embedding_text(self) -> str:
         """The text to embed: file title and heading chain first, so a section knows its context."""
         chain = list(self.heading_chain)
-        if chain and chain[0] == self.title:
-            chain = chain[1:]
+        if chain and (chain[0] == self.title or self.title.endswith(" > " + chain[0])):
+            chain = chain[1:]  # the H1 that is the title (under a hierarchy name, its last part)
         prefix = " > ".join([self.title, *chain]) if self.title else " > ".join(chain)
         text = self.text if self.search_text is None else self.search_text
         return f"{prefix}\n\n{text}" if prefix else text
@@ -430,6 +430,7 @@ def split(
     mode = "separator" if layout.separators else "heading"
     if title is None:
         title = _default_title(layout, source)
+    title = vault.hierarchy_title(source, title)
     chunks: list[Chunk] = []
     fence_firsts = [f.first for f in layout.fences]
     line_offsets = [0]
@@ -515,10 +516,11 @@ def split_note(note: Note, size: int = 1000, overlap: int = 200) -> list[Chunk]:
 
 
 def _default_title(layout: _Layout, source: str) -> str:
-    """The first heading when it is an H1 (the document's own title), else the file name."""
+    """The first heading when it is an H1 (the document's own title), else the file name
+    (of a hierarchy name, its last part: split puts the rest before it)."""
     if layout.headings and layout.headings[0].level == 1 and layout.headings[0].text:
         return layout.headings[0].text
-    return PurePosixPath(source).stem
+    return (vault.hierarchy(source) or (PurePosixPath(source).stem,))[-1]
 
 
 def _split_section(

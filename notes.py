@@ -29,9 +29,9 @@ class Note:
     text: str  # the body: front matter removed, newlines normalised to \n
     first_line: int  # file line number of the body's first line
     md5: str  # of the file's bytes
-    title: str | None = None  # from front matter
+    title: str | None = None  # from front matter (or Logseq's `title::`)
     tags: tuple[str, ...] = ()
-    aliases: tuple[str, ...] = ()  # other names of the note, from front matter `aliases`
+    aliases: tuple[str, ...] = ()  # other names of the note: front matter `aliases`, `alias::`
     warnings: tuple[str, ...] = ()  # problems that did not stop the file from being read
     # Note-app syntax (vault.py): edits that turn `text` into what a reader sees (same lines),
     # the links written in it, and its inline tags with their 0-based body line.
@@ -247,16 +247,21 @@ def parse(data: bytes, source: str) -> Note:
     text = decode(data)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     meta, body, first_line, warning = split_front_matter(text)
-    title = meta.get("title")
     found = vault.scan(body)
+    # Logseq's page properties name the note as front matter does; front matter wins.
+    page = dict(found.properties)
+    title = meta.get("title")
+    if title is None or not str(title).strip():
+        title = page.get("title")
     return Note(
         source=source,
         text=body,
         first_line=first_line,
         md5=md5,
         title=str(title).strip() or None if title is not None else None,
-        tags=_tags(meta.get("tags")),
-        aliases=_aliases(meta.get("aliases")),
+        tags=_tags(meta.get("tags")) or vault.property_names(page.get("tags", "")),
+        aliases=_aliases(meta.get("aliases"))
+        or vault.property_names(page.get("alias") or page.get("aliases") or ""),
         warnings=(warning,) if warning else (),
         edits=found.edits,
         links=found.links,

@@ -2,10 +2,11 @@
 
 Pure functions, no I/O. `scan` finds wikilinks `[[Note#Heading|shown]]`, embeds
 `![[Note]]`, inline `#tags`, callouts `> [!type] Title`, block ids `^id`, `%% comments %%`,
-HTML comments and Logseq block refs `((uuid))` in a note's body, outside code. Its edits
-turn the verbatim body into the searchable one: every edit keeps the newlines it covers, so
-the two texts have the same lines and a chunk's line numbers hold for both. What is quoted
-stays verbatim; what is embedded and keyword-indexed is the searchable text.
+HTML comments, Logseq properties `key:: value` and block refs `((uuid))` in a note's body,
+outside code. Its edits turn the verbatim body into the searchable one: every edit keeps the
+newlines it covers, so the two texts have the same lines and a chunk's line numbers hold for
+both. What is quoted stays verbatim; what is embedded and keyword-indexed is the searchable
+text. `hierarchy` reads Dendron/Foam names (`lang.python.typing.md`) as a title chain.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class Scan:
     edits: tuple[Edit, ...]
     links: tuple[Link, ...]
     tags: tuple[tuple[str, int], ...]  # (tag without '#', 0-based line)
+    # Logseq page properties (the `key:: value` lines that open the page): (key lowered, value)
+    properties: tuple[tuple[str, str], ...] = ()
 
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -41,7 +44,12 @@ _COMMENT = re.compile(r"%%.*?%%|<!--.*?-->", re.S)
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
 _CALLOUT = re.compile(r"^((?:[ \t]*>)+[ \t]*)\[!([^\]\n]+)\][+-]?[ \t]*(.*)$")
 _BLOCK_ID = re.compile(r"(?:(?<=\s)|^)\^[A-Za-z0-9-]+[ \t]*$")
-_BLOCK_REF = re.compile(r"\(\([0-9a-fA-F-]{36}\)\)")
+_BLOCK_REF = re.compile(r"\(\(([0-9a-fA-F-]{36})\)\)")
+# Logseq (and Dataview) property: `key:: value` on its own line, under a block's bullet or not.
+_PROPERTY = re.compile(r"^([ \t]*(?:[-*+][ \t]+)?)(\w[\w-]*)::(?=[ \t]|$)[ \t]*(.*?)[ \t]*$")
+_BULLET = re.compile(r"^[ \t]*[-*+][ \t]+")
+# Properties Logseq never shows: the line is dropped from the searchable text.
+HIDDEN_PROPERTIES = frozenset({"id", "collapsed"})
 # Obsidian's tag: after a space or line start, letters, digits, _ - / and at least one
 # character that is not a digit; `http://x/#frag` and `](#frag)` are not preceded by space.
 _TAG = re.compile(r"(?:(?<=\s)|^)#([\w/-]*[^\W\d][\w/-]*)", re.U)
@@ -54,6 +62,7 @@ def scan(text: str) -> Scan:
     edits: list[Edit] = []
     links: list[Link] = []
     tags: list[tuple[str, int]] = []
+    logseq = _Logseq()
     hidden = _comment_spans(text, edits)
     offset = 0
     fence = ""
@@ -66,13 +75,85 @@ def scan(text: str) -> Scan:
             continue
         if opened:
             fence = opened.group(1)
+            logseq.page = False
             continue
         masked = _mask(line, start, hidden)
+        if logseq.line(masked, start, edits):
+            continue  # a hidden property: the whole line is gone
         _line_edits(masked, start, number, edits, links)
         if not _HEADING.match(masked):
             tags.extend((m.group(1), number) for m in _TAG.finditer(masked))
     edits.sort()
-    return Scan(tuple(edits), tuple(links), tuple(dict.fromkeys(tags)))
+    edits.extend(logseq.ref_edits(text, edits))
+    edits.sort()
+    return Scan(tuple(edits), tuple(links), tuple(dict.fromkeys(tags)), logseq.properties())
+
+
+class _Logseq:
+    """Logseq's `key:: value` properties and `((uuid))` block refs, line by line.
+
+    A property reads as Logseq shows it, `key: value`; `id::` and `collapsed::` lines, which
+    it never shows, are dropped. The properties before the page's first other line are the
+    page's (title, alias, tags). A ref becomes the text of the block whose `id::` it names
+    when that block is in the same note, else nothing: a uuid is noise to search."""
+
+    def __init__(self) -> None:
+        self.page = True  # still in the lines that open the page
+        self.page_props: dict[str, str] = {}
+        self.block: tuple[int, int] | None = None  # offsets of the last bullet line
+        self.blocks: dict[str, tuple[int, int]] = {}  # uuid -> its block's first line
+        self.refs: list[tuple[int, int, str]] = []  # (start, end, uuid)
+
+    def line(self, masked: str, start: int, edits: list[Edit]) -> bool:
+        """Read one line; True when it is a hidden property (its edit already made)."""
+        self.refs.extend(
+            (start + m.start(), start + m.end(), m.group(1).lower())
+            for m in _BLOCK_REF.finditer(masked)
+        )
+        prop = _PROPERTY.match(masked) if "::" in masked else None
+        if prop is None:
+            if masked.strip():
+                self.page = False
+                if _BULLET.match(masked):
+                    self.block = (start, start + len(masked))
+            return False
+        key, value = prop.group(2).lower(), prop.group(3)
+        if self.page:
+            self.page_props.setdefault(key, value)
+        if key in HIDDEN_PROPERTIES:
+            if key == "id" and self.block is not None:
+                self.blocks.setdefault(value.lower(), self.block)
+            edits.append((start, start + len(masked), ""))
+            return True
+        colons = start + prop.end(2)
+        edits.append((colons, colons + 2, ":"))
+        return False
+
+    def ref_edits(self, text: str, edits: list[Edit]) -> list[Edit]:
+        """Each ref's replacement: its block's searchable first line, refs in it dropped."""
+        out = []
+        for a, b, uuid in self.refs:
+            span = self.blocks.get(uuid)
+            shown = ""
+            if span is not None:
+                line = _BULLET.sub("", apply(text, edits, *span), count=1)
+                shown = _BLOCK_REF.sub("", line).strip()
+            out.append((a, b, shown))
+        return out
+
+    def properties(self) -> tuple[tuple[str, str], ...]:
+        return tuple(self.page_props.items())
+
+
+def property_names(value: str) -> tuple[str, ...]:
+    """A Logseq list property (`alias::`, `tags::`): comma-separated names, each maybe a
+    `[[link]]` or a `#tag` (`#[[two words]]` too), as plain names."""
+    names = (n.strip().lstrip("#").strip() for n in _LIST_ITEM.findall(value))
+    names = (n[2:-2].strip() if n.startswith("[[") and n.endswith("]]") else n for n in names)
+    return tuple(dict.fromkeys(n for n in names if n))
+
+
+_LIST_ITEM = re.compile(r"(?:#?\[\[[^\]]*\]\]|[^,])+")
 
 
 def _comment_spans(text: str, edits: list[Edit]) -> list[tuple[int, int]]:
@@ -132,8 +213,6 @@ def _line_edits(line: str, start: int, number: int, edits: list[Edit], links: li
     block = _BLOCK_ID.search(line)
     if block and not callout:
         edits.append((start + block.start(), start + block.end(), ""))
-    for m in _BLOCK_REF.finditer(line):
-        edits.append((start + m.start(), start + m.end(), ""))
 
 
 def display(path: str, heading: str, shown: str = "") -> str:
@@ -167,6 +246,32 @@ def apply(text: str, edits: Sequence[Edit], lo: int = 0, hi: int | None = None) 
         pos = min(b, hi)
     out.append(text[pos:hi])
     return "".join(out)
+
+
+def hierarchy(source: str) -> tuple[str, ...]:
+    """The parts of a Dendron/Foam hierarchy name, `lang.python.typing.md` -> (lang, python,
+    typing); () for any other name. At least three parts, none empty, none with spaces and
+    none digits only, so versions (`v1.2.3.md`) and dates (`2024.01.05.md`) stay names."""
+    name = PurePosixPath(source).name
+    if not is_note(name) or any(c.isspace() for c in name):
+        return ()
+    parts = name.rsplit(".", 1)[0].split(".")
+    if len(parts) < 3 or any(not p or p.isdigit() for p in parts):
+        return ()
+    return tuple(parts)
+
+
+def hierarchy_title(source: str, title: str) -> str:
+    """The title under the note's hierarchy: `lang > python > Typing` for `lang.python.typing.md`
+    titled `Typing` (by front matter, its H1 or its last part). A title that already spells
+    the hierarchy (Logseq writes `title:: lang/python/typing`) is left as it is."""
+    parents = hierarchy(source)[:-1]
+    if not parents:
+        return title
+    spelled = re.sub(r"\s*(?:/|>|\.)\s*", ".", title.lower())
+    if spelled.startswith(".".join(parents).lower() + "."):
+        return title
+    return " > ".join([*parents, title])
 
 
 def tag_matches(wanted: str, tags: Iterable[str]) -> bool:
