@@ -49,7 +49,7 @@ FULL_BELOW = 16 * 2**20  # free bytes under which a failed local write is a full
 KEEP_BROKEN = 2  # damaged Chroma folders kept for inspection; older ones are deleted
 LEASE_SECONDS = 180.0  # a server collection's writer lease lasts this long unless renewed
 RENEW_SECONDS = 60.0  # how often a writer renews its lease while it writes
-SETTLE_SECONDS = 0.5  # between writing a lease and reading it back to see who won
+SETTLE_SECONDS = 0.25  # between writing a lease and reading it back to see who won
 # What Chroma's embedded client says when its files on disk no longer agree: a HNSW
 # segment saved without its id map and log watermark, a torn file, a corrupt SQLite.
 _DAMAGE_WORDS = ("hnsw", "segment", "compaction", "backfill", "pickle", "malformed",
@@ -312,11 +312,12 @@ class Store:
         if not self.chroma_url or self._owner is not None or self._lease is not None:
             return
         _ = self.collection  # the lease lives in the metadata of the opened collection
-        held = Lease.read(self._metadata())
+        found = self._fetch()
+        held = Lease.read(dict(found.metadata or {}))
         if held is not None and held.live(time.time()):
             raise held.busy(self.name, self.where)
         mine = Lease.new(knowledge_dir)
-        self._write_lease(mine)
+        self._write_lease(mine, found=found)  # one call after the check: a narrow window
         time.sleep(SETTLE_SECONDS)
         held = Lease.read(self._metadata())
         if held is None or held.token != mine.token:
@@ -349,19 +350,21 @@ class Store:
         except Exception:  # noqa: BLE001 - the lease then runs out on its own
             logging.getLogger("askmd").debug("releasing the writer lease failed", exc_info=True)
 
-    def _metadata(self) -> dict:
-        """The collection's metadata as the server has it now (a Collection object keeps
-        what it was fetched with)."""
-        found = self._call(self._connect().get_collection, self.name, embedding_function=None)
-        return dict(found.metadata or {})
+    def _fetch(self):
+        """The collection as the server has it now (a Collection object keeps the
+        metadata it was fetched with)."""
+        return self._call(self._connect().get_collection, self.name, embedding_function=None)
 
-    def _write_lease(self, lease: Lease, until: float | None = None) -> None:
-        """Write the lease into the collection's metadata, keeping its other keys: Chroma
-        replaces a collection's metadata as a whole."""
+    def _metadata(self) -> dict:
+        return dict(self._fetch().metadata or {})
+
+    def _write_lease(self, lease: Lease, until: float | None = None, found=None) -> None:
+        """Write the lease into the collection's metadata (`found`: as just fetched),
+        keeping its other keys: Chroma replaces a collection's metadata as a whole."""
+        found = found or self._fetch()
         until = time.time() + LEASE_SECONDS if until is None else until
-        meta = {k: v for k, v in self._metadata().items() if not k.startswith("hnsw:")}
+        meta = {k: v for k, v in (found.metadata or {}).items() if not k.startswith("hnsw:")}
         meta.update(lease.fields(until))
-        found = self._call(self._connect().get_collection, self.name, embedding_function=None)
         self._call(found.modify, metadata=meta)
 
     def _start_renewing(self, mine: Lease) -> None:
