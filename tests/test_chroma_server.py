@@ -293,3 +293,14 @@ def test_an_embedded_store_takes_no_lease(tmp_path) -> None:
     assert store.open(META) == META and store.collection.metadata == META
     store.release()
     store.close()
+
+
+def test_the_compose_file_runs_the_server_version_of_the_installed_client() -> None:
+    import chromadb
+    import yaml
+
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    (service,) = yaml.safe_load((docs / "docker-compose.yml").read_text())["services"].values()
+    assert service["image"] == f"chromadb/chroma:{chromadb.__version__}"
+    assert service["ports"] == ["8001:8000"] and service["volumes"][0].endswith(":/data")
+    assert f"chromadb/chroma:{chromadb.__version__}" in (docs / "chroma-server.md").read_text()
