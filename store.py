@@ -31,7 +31,8 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -349,6 +350,15 @@ class Store:
                 self._write_lease(mine, until=0.0)
         except Exception:  # noqa: BLE001 - the lease then runs out on its own
             logging.getLogger("askmd").debug("releasing the writer lease failed", exc_info=True)
+
+    @contextmanager
+    def releasing(self) -> Iterator[None]:
+        """Release the writer lease (if one is claimed in the block) when the block ends,
+        however it ends."""
+        try:
+            yield
+        finally:
+            self.release()
 
     def _fetch(self):
         """The collection as the server has it now (a Collection object keeps the
