@@ -62,7 +62,7 @@ def scan(text: str) -> Scan:
     edits: list[Edit] = []
     links: list[Link] = []
     tags: list[tuple[str, int]] = []
-    logseq = _Logseq()
+    logseq = _Logseq(text)
     hidden = _comment_spans(text, edits)
     offset = 0
     fence = ""
@@ -78,7 +78,8 @@ def scan(text: str) -> Scan:
             logseq.page = False
             continue
         masked = _mask(line, start, hidden)
-        if logseq.line(masked, start, edits):
+        # The substring tests keep the common line (no property, no ref) to two lookups.
+        if ("::" in masked or "((" in masked or logseq.page) and logseq.line(masked, start, edits):
             continue  # a hidden property: the whole line is gone
         _line_edits(masked, start, number, edits, links)
         if not _HEADING.match(masked):
@@ -97,37 +98,50 @@ class _Logseq:
     page's (title, alias, tags). A ref becomes the text of the block whose `id::` it names
     when that block is in the same note, else nothing: a uuid is noise to search."""
 
-    def __init__(self) -> None:
+    def __init__(self, text: str) -> None:
+        self.text = text
         self.page = True  # still in the lines that open the page
         self.page_props: dict[str, str] = {}
-        self.block: tuple[int, int] | None = None  # offsets of the last bullet line
-        self.blocks: dict[str, tuple[int, int]] = {}  # uuid -> its block's first line
+        self.blocks: dict[str, tuple[int, int]] = {}  # uuid -> offsets of its block's first line
         self.refs: list[tuple[int, int, str]] = []  # (start, end, uuid)
 
     def line(self, masked: str, start: int, edits: list[Edit]) -> bool:
         """Read one line; True when it is a hidden property (its edit already made)."""
-        self.refs.extend(
-            (start + m.start(), start + m.end(), m.group(1).lower())
-            for m in _BLOCK_REF.finditer(masked)
-        )
+        if "((" in masked:
+            self.refs.extend(
+                (start + m.start(), start + m.end(), m.group(1).lower())
+                for m in _BLOCK_REF.finditer(masked)
+            )
         prop = _PROPERTY.match(masked) if "::" in masked else None
         if prop is None:
-            if masked.strip():
-                self.page = False
-                if _BULLET.match(masked):
-                    self.block = (start, start + len(masked))
+            self.page = self.page and not masked.strip()
             return False
         key, value = prop.group(2).lower(), prop.group(3)
         if self.page:
             self.page_props.setdefault(key, value)
         if key in HIDDEN_PROPERTIES:
-            if key == "id" and self.block is not None:
-                self.blocks.setdefault(value.lower(), self.block)
+            block = self._block_above(start) if key == "id" else None
+            if block is not None:
+                self.blocks.setdefault(value.lower(), block)
             edits.append((start, start + len(masked), ""))
             return True
         colons = start + prop.end(2)
         edits.append((colons, colons + 2, ":"))
         return False
+
+    def _block_above(self, start: int) -> tuple[int, int] | None:
+        """Offsets of the nearest bullet line above `start`: the block a property is under.
+        Looked for only when an `id::` is met, so other lines pay nothing for it."""
+        end = start - 1
+        while end > 0:
+            begin = self.text.rfind("\n", 0, end) + 1
+            line = self.text[begin:end]
+            if _BULLET.match(line):
+                return begin, end
+            if not line.strip() or not line[0].isspace():
+                return None  # a property of the page, or under a paragraph: not a block
+            end = begin - 1  # the block's other lines and properties
+        return None
 
     def ref_edits(self, text: str, edits: list[Edit]) -> list[Edit]:
         """Each ref's replacement: its block's searchable first line, refs in it dropped."""

@@ -32,6 +32,12 @@ LOGSEQ = [
         "- Uses Pool \n\n- Uses Pool",
         (),
     ),
+    (  # a block of several lines: its first line is its text
+        f"- line one\n  line two\n  id:: {UUID}\n- (({UUID}))",
+        "- line one\n  line two\n\n- line one",
+        (),
+    ),
+    (f"Paragraph\nid:: {UUID}\n(({UUID}))", "Paragraph\n\n", ()),  # not a block: no text
     ("- text\n  collapsed:: true\n- more", "- text\n\n- more", ()),
     ("Rating:: 9", "Rating: 9", (("rating", "9"),)),  # Dataview's inline field is the same syntax
     ("```\ntitle:: not a property\n```", None, ()),
