@@ -13,8 +13,10 @@ Retry-After of `retry_after`; `peak` is the most requests it ever had in flight.
 
 from __future__ import annotations
 
+import argparse
 import array
 import base64
+import functools
 import json
 import random
 import threading
@@ -46,6 +48,7 @@ class Forced:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+@functools.lru_cache(maxsize=100_000)  # a benchmark's server must not be slowed by making them
 def vector(text: str, dimension: int) -> list[float]:
     """The server's vector for `text`: the same in every run, and not of length 1."""
     rng = random.Random(text)  # a str seed is hashed with sha512, not Python's salted hash()
@@ -263,3 +266,29 @@ class ChatScript:
                 time.sleep(self.delay)
         finally:
             self.ended.set()
+
+
+def main() -> None:
+    """Run the server in its own process (a benchmark's, so that it does not share the
+    client's interpreter): print its URL, serve until stdin closes."""
+    import sys
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--dimension", type=int, default=8)
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--max-concurrent", type=int, default=None)
+    parser.add_argument("--retry-after", default="1")
+    args = parser.parse_args()
+    with OpenAIServer(
+        args.dimension,
+        latency=args.latency,
+        max_concurrent=args.max_concurrent,
+        retry_after=args.retry_after,
+    ) as server:
+        print(server.url, flush=True)
+        sys.stdin.read()
+        print(f"peak {server.peak} refused {server.refused}", file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    main()

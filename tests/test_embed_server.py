@@ -147,10 +147,15 @@ def test_the_default_concurrency_fits_the_server(url: str | None, expected: int)
     assert default_concurrency(client.url) == expected
 
 
-def test_slice_size_keeps_every_batch_slot_busy() -> None:
-    assert OpenAIEmbedder(None, None, "m", batch_size=64, concurrency=4).slice_size == 256
-    assert OpenAIEmbedder(None, None, "m", batch_size=16, concurrency=2).slice_size == 64
-    assert OpenAIEmbedder(None, None, "m", batch_size=8, concurrency=2).slice_size == 64
+def test_slice_size_keeps_every_batch_slot_busy_for_a_few_rounds() -> None:
+    def slice_size(batch_size: int, concurrency: int) -> int:
+        return OpenAIEmbedder(None, None, "m", batch_size, concurrency=concurrency).slice_size
+
+    assert slice_size(64, 4) == 64 * 4 * 4
+    assert slice_size(16, 2) == 16 * 2 * 4
+    assert slice_size(4, 2) == 64  # never fewer than the indexer's own 64
+    assert slice_size(512, 4) == 4096  # at most 4,096 texts a call...
+    assert slice_size(4096, 2) == 8192  # ...unless one round of batches is more
 
 
 def test_the_embeddings_server_can_be_another_than_the_chat_server(tmp_path: Path, run_rag) -> None:
