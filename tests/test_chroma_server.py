@@ -304,3 +304,22 @@ def test_the_compose_file_runs_the_server_version_of_the_installed_client() -> N
     assert service["image"] == f"chromadb/chroma:{chromadb.__version__}"
     assert service["ports"] == ["8001:8000"] and service["volumes"][0].endswith(":/data")
     assert f"chromadb/chroma:{chromadb.__version__}" in (docs / "chroma-server.md").read_text()
+
+
+def test_a_lease_taken_over_is_not_renewed_over_its_new_holder(server, tmp_path, monkeypatch):
+    """A writer stalled past its expiry finds, at its next renewal, that another machine
+    took the collection over: it leaves that lease alone, and its release clears nothing."""
+    monkeypatch.setattr(store_module, "RENEW_SECONDS", 0.2)
+    store = opened(server, tmp_path, "lease-lost")
+    with store.releasing():
+        store.claim(tmp_path)
+        theirs = foreign_lease(server, "lease-lost", time.time() + 600)
+        time.sleep(0.6)
+        assert Lease.read(client(server).get_collection("lease-lost").metadata) == Lease(
+            theirs.host,
+            theirs.pid,
+            theirs.folder,
+            theirs.token,
+            pytest.approx(time.time() + 600, abs=5),
+        )
+    assert Lease.read(client(server).get_collection("lease-lost").metadata).token == theirs.token
