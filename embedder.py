@@ -399,6 +399,7 @@ class OpenAIEmbedder:
         max_retries: int = 3,
         concurrency: int = 0,
         max_batch_tokens: int = MAX_BATCH_TOKENS,
+        settings: tuple[str, str] = ("OPENAI_BASE_URL", "OPENAI_API_KEY"),
     ) -> None:
         import openai
 
@@ -410,6 +411,7 @@ class OpenAIEmbedder:
         self.max_retries = max(0, max_retries)
         self.concurrency = concurrency if concurrency > 0 else default_concurrency(self.url)
         self.max_batch_tokens = max(1, max_batch_tokens)
+        self.settings = settings  # the variables that set the URL and the key, for advice
         # Texts per embed() call (the indexer reads this): SLICE_WAVES rounds of every slot
         # busy, since each call ends waiting for its slowest batch with the others idle.
         wave = self.batch_size * self.concurrency
@@ -493,14 +495,15 @@ class OpenAIEmbedder:
             except openai.OpenAIError as exc:
                 pause = _retry_wait(exc, attempt)
                 if pause is None or attempt >= self.max_retries or (stop and stop.is_set()):
-                    raise openai_error(
+                    said = openai_error(
                         exc,
                         kind="embeddings",
                         url=self.url,
                         model=self.model,
                         timeout=self.timeout,
                         retries=attempt,
-                    ) from None
+                    )
+                    raise self._error(str(said)) from None
                 limited = getattr(exc, "status_code", None) == 429
             attempt += 1
             if limited:
@@ -508,10 +511,15 @@ class OpenAIEmbedder:
             else:
                 time.sleep(pause)
 
+    def _error(self, message: str) -> AskmdError:
+        """The message naming the variables this server's URL and key were set by."""
+        url, key = self.settings
+        return AskmdError(message.replace("OPENAI_BASE_URL", url).replace("OPENAI_API_KEY", key))
+
     def _vectors(self, data: list[Any], expected: int) -> np.ndarray:
         where = f"the embeddings server at {self.url}"
         if len(data) != expected:
-            raise AskmdError(
+            raise self._error(
                 f"{where} returned {_plural(len(data), 'vector')} for {_plural(expected, 'text')}. "
                 "Check that OPENAI_BASE_URL points at an OpenAI-compatible server."
             )
@@ -525,7 +533,7 @@ class OpenAIEmbedder:
             rows = [np.zeros(0)]
         dimensions = sorted({row.size if row.ndim == 1 else 0 for row in rows})
         if 0 in dimensions:
-            raise AskmdError(
+            raise self._error(
                 f"{where} returned something that is not a list of vectors. "
                 "Check that OPENAI_BASE_URL points at an OpenAI-compatible server."
             )
@@ -551,6 +559,7 @@ def make_embedder(
     base_url: str | None = None,
     api_key: str | None = None,
     concurrency: int = 0,
+    settings: tuple[str, str] = ("OPENAI_BASE_URL", "OPENAI_API_KEY"),
 ) -> Embedder:
     """Build the embedder that the settings name: "local" (the default) or "openai"."""
     if backend == "local":
@@ -573,6 +582,7 @@ def make_embedder(
             model or DEFAULT_OPENAI_MODEL,
             batch_size=batch_size or 64,
             concurrency=concurrency,
+            settings=settings,
         )
     raise AskmdError(f"ASKMD_EMBEDDING_BACKEND must be local or openai (got '{backend}')")
 
@@ -618,6 +628,7 @@ def make_paired(
     base_url: str | None = None,
     api_key: str | None = None,
     concurrency: int = 0,
+    settings: tuple[str, str] = ("OPENAI_BASE_URL", "OPENAI_API_KEY"),
 ) -> Embedder:
     """The settings' embedder, paired with the multilingual model when it reads English
     only and that model is installed; otherwise the settings' embedder alone."""
@@ -629,6 +640,7 @@ def make_paired(
         base_url=base_url,
         api_key=api_key,
         concurrency=concurrency,
+        settings=settings,
     )
     side = models.companion(primary.id)
     if side is None:

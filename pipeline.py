@@ -160,6 +160,10 @@ class Index:
             base_url=s.embedding_base_url or s.openai_base_url or None,
             api_key=s.embedding_api_key or s.openai_api_key or None,
             concurrency=s.embed_concurrency,
+            settings=(
+                "ASKMD_EMBEDDING_BASE_URL" if s.embedding_base_url else "OPENAI_BASE_URL",
+                "ASKMD_EMBEDDING_API_KEY" if s.embedding_api_key else "OPENAI_API_KEY",
+            ),
         )
 
     @cached_property

@@ -202,3 +202,33 @@ def test_a_bad_concurrency_is_one_clear_line(tmp_path: Path, run_rag) -> None:
     assert "ASKMD_EMBED_CONCURRENCY='-1' (from environment): batches in flight must be" in (
         done.stderr
     )
+
+
+def test_failures_name_the_variables_the_embeddings_server_was_set_by(
+    tmp_path: Path, run_rag
+) -> None:
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "a.md").write_text("# A\n\nSome text.\n")
+    with OpenAIServer() as chat, OpenAIServer() as embeddings:
+        embeddings.force(EMBEDDINGS, 401)
+        env = {
+            "ASKMD_KNOWLEDGE_DIR": str(kb),
+            "ASKMD_INDEX_DIR": str(tmp_path / "ix"),
+            "ASKMD_EMBEDDING_BACKEND": "openai",
+            "OPENAI_BASE_URL": chat.url,
+            "ASKMD_EMBEDDING_BASE_URL": embeddings.url,
+            "ASKMD_EMBEDDING_API_KEY": "sk-wrong",
+        }
+        refused = run_rag("index", **env)
+        embeddings.force(EMBEDDINGS, 200, {"object": "list", "data": []})
+        wrong = run_rag("index", **env)
+    assert refused.returncode != 0
+    assert refused.stderr.strip().endswith(
+        f"the embeddings server at {embeddings.url} refused the API key (401). "
+        "Check ASKMD_EMBEDDING_API_KEY."
+    )
+    assert wrong.returncode != 0
+    assert "Check that ASKMD_EMBEDDING_BASE_URL points at an OpenAI-compatible server." in (
+        wrong.stderr
+    )
