@@ -281,8 +281,10 @@ LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1", "0.0.0.0")
 # for Chinese (3 bytes a character, about one token each). A longer text goes alone.
 MAX_BATCH_TOKENS = 8192
 BYTES_PER_TOKEN = 4
-# Measured against the scripted server at 8 in flight (bench/embed_server_bench.py):
-# calls of 1 round of batches ran at 0.98x a raw client, of 4 rounds at 1.04x.
+# Each embed() call ends waiting for its slowest batch while the other slots idle; calls of
+# SLICE_WAVES rounds of batches pay that a quarter as often. Against the scripted server
+# (50 ms a request, 4 or 8 in flight, a busy 2-core machine) 1 round per call ran at
+# 0.98-1.05x a raw client and 4 rounds at 1.02-1.04x: within the noise, so kept small.
 SLICE_WAVES = 4
 MAX_SLICE = 4096
 # Retries: the server's Retry-After (or retry-after-ms) when it gives one and it is at most
