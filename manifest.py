@@ -333,8 +333,11 @@ class Manifest:
         weights: tuple[float, float, float] | None = None,
     ) -> list[tuple[str, float]]:
         """BM25 (BM25_K1, BM25_B) of the indexed chunks for these terms: (chunk id, score),
-        best first. SQLite reads only the postings of the query's terms, so nothing has to
-        be loaded first and a big index answers as fast as a small one.
+        best first (equal scores in indexing order). The postings of the query's rarer
+        terms are read in full and its commoner ones only where they can change the top
+        (`_keyword_top`), so a big index answers in milliseconds: `_keyword_exact`'s
+        answer whenever that proves it or the query's postings are few, else the exact
+        top of the chunks holding one of its rarer terms.
 
         With `cjk` (the question's script) the collection statistics, the number of
         chunks and their average length, are those of the chunks in that script, when
@@ -343,16 +346,140 @@ class Manifest:
         unique = sorted(set(terms))
         if not unique or limit <= 0:
             return []
-        count, average = 0, 0.0
-        if cjk is not None:
-            count, average = self.db.execute(
-                "SELECT COUNT(*), COALESCE(AVG(length), 0) FROM documents WHERE cjk = ?",
-                (int(cjk),),
-            ).fetchone()
-        if not count:
-            count, average = self.db.execute(
-                "SELECT COUNT(*), COALESCE(AVG(length), 0) FROM documents"
-            ).fetchone()
+        snapshot = not self.db.in_transaction  # one consistent view, however long it takes
+        if snapshot:
+            self.db.execute("BEGIN")
+        try:
+            cache = self._keyword_cache()
+            count, average = self._collection(cache, cjk)
+            if not count:
+                return []
+            df = self._frequencies(cache, unique)
+            idfs = {t: self._idf(n, count) for t, n in df.items()}
+            if not idfs:
+                return []
+            found = self._keyword_top(idfs, df, average, limit, weights)
+            return self._keyword_scan(idfs, average, limit, weights) if found is None else found
+        finally:
+            if snapshot:
+                self.db.execute("COMMIT")
+
+    # Postings of the rarer terms read in full, tried in turn until one proves the top.
+    # Past the last, the top of the chunks holding one of them is the answer: reading
+    # every posting of terms in a fifth of a big folder's chunks takes hundreds of ms.
+    # Chosen by bench/keyword_latency_bench.py on 250k chunks (BENCHMARKS.md): the real
+    # questions of SciFact and CMRC get their exact top 10 and p95 falls 4-7x.
+    _RARE_POSTINGS = (3_000, 8_000)
+
+    def _keyword_top(
+        self,
+        idfs: dict[str, float],
+        df: dict[str, int],
+        average: float,
+        limit: int,
+        weights: tuple[float, float, float] | None,
+    ) -> list[tuple[str, float]] | None:
+        """The top `limit` from the postings of the rarer terms (see _keyword_maxscore), or
+        None when every posting fits in the last budget (the full query is then as cheap).
+
+        Exact when a budget proves it. When none does, the answer is the exact top of the
+        chunks holding one of the terms read: a chunk holding only the query's commonest
+        terms, those past the last budget, is left out. `_keyword_inexact` holds the
+        terms read when that happened (else []), for tests and benchmarks."""
+        order = sorted(idfs, key=lambda t: (df[t], t))
+        best: list[tuple[str, float]] = []
+        self._keyword_inexact: list[str] = []
+        for budget in self._RARE_POSTINGS:
+            rare, read = [], 0
+            for term in order:
+                if rare and read + df[term] > budget:
+                    break
+                rare.append(term)
+                read += df[term]
+            if len(rare) == len(order):
+                self._keyword_inexact = []
+                return None  # every posting is read anyway: the full query is as cheap
+            if rare == self._keyword_inexact:
+                continue  # the next term is over this budget too: nothing new to try
+            self._keyword_inexact = rare
+            best, proven = self._keyword_maxscore(idfs, df, set(rare), average, limit, weights)
+            if proven:
+                self._keyword_inexact = []
+                return best
+        return best
+
+    def _keyword_maxscore(
+        self,
+        idfs: dict[str, float],
+        df: dict[str, int],
+        rare: set[str],
+        average: float,
+        limit: int,
+        weights: tuple[float, float, float] | None,
+    ) -> tuple[list[tuple[str, float]], bool]:
+        """MaxScore: score the chunks holding a `rare` term, add the other terms only
+        where they can change the top; return their top and whether it is the exact one.
+
+        A term's BM25F share stays below its ceiling idf * (k1 + 1) however often it
+        occurs. So a chunk holding no rare term scores at most the other terms' summed
+        ceilings, and a candidate whose rare-term score plus those ceilings falls short
+        of the `limit`-th best rare-term score cannot enter the top: only the others get
+        the other terms' counts, from a scan of a term's postings when it is not much
+        longer than the rare ones, else by looking each candidate up by the postings'
+        (term, doc) key. When the `limit`-th full score then beats the ceilings' sum, no
+        chunk left out can enter the top, nor tie with its last."""
+        read = sum(df[t] for t in rare)
+        # 0: read in full; 1: scanned and matched to the candidates; 2: looked up per candidate
+        mode = {t: 0 if t in rare else 1 if df[t] <= 8 * read else 2 for t in idfs}
+        ceiling = sum(v for t, v in idfs.items() if t not in rare) * (BM25_K1 + 1)
+        fields = [f"p.{f}" if self._has_fields() else "0" for f in FIELDS]
+        x = "p.tf / (1 - :b + :b * {} / :avg) + :w0 * {} + :w1 * {} + :w2 * {}"
+        share = "idf * x * (:k1 + 1) / (x + :k1)"
+        values = ",".join(f"(:t{i}, :i{i}, :m{i})" for i in range(len(idfs)))
+        params: dict[str, object] = {"b": BM25_B, "k1": BM25_K1, "avg": max(average, 1.0)}
+        params.update((f"w{i}", w) for i, w in enumerate(weights or FIELD_WEIGHTS))
+        for i, (term, idf) in enumerate(idfs.items()):
+            params.update({f"t{i}": term, f"i{i}": idf, f"m{i}": mode[term]})
+        params.update(limit=limit, floor=limit - 1, ceiling=ceiling)
+        rows = self.db.execute(
+            f"WITH q(term, idf, mode) AS (VALUES {values}), "
+            f"part(doc, length, score) AS MATERIALIZED (SELECT doc, length, SUM({share}) "
+            f"FROM (SELECT p.doc, d.length, q.idf, {x.format('d.length', *fields)} AS x "
+            "FROM q CROSS JOIN postings p ON p.term = q.term "
+            "CROSS JOIN documents d ON d.doc = p.doc WHERE q.mode = 0) GROUP BY doc), "
+            "floor(score) AS (SELECT score FROM part ORDER BY score DESC LIMIT 1 OFFSET :floor), "
+            "keep(doc, length, score) AS MATERIALIZED (SELECT doc, length, score FROM part "
+            "WHERE score + :ceiling >= COALESCE((SELECT score FROM floor), 0) - 1e-9), "
+            f"more(doc, v) AS (SELECT doc, {share} FROM ("
+            f"SELECT k.doc, q.idf, {x.format('k.length', *fields)} AS x FROM q "
+            "CROSS JOIN postings p ON p.term = q.term CROSS JOIN keep k ON k.doc = p.doc "
+            "WHERE q.mode = 1 UNION ALL "
+            f"SELECT k.doc, q.idf, {x.format('k.length', *fields)} AS x FROM keep k "
+            "CROSS JOIN q CROSS JOIN postings p ON p.term = q.term AND p.doc = k.doc "
+            "WHERE q.mode = 2)), "
+            "s(doc, v) AS (SELECT doc, score FROM keep UNION ALL SELECT doc, v FROM more), "
+            "top(doc, score) AS (SELECT doc, SUM(v) AS score FROM s GROUP BY doc "
+            "HAVING score > 0 ORDER BY ROUND(score, 9) DESC, doc LIMIT :limit) "
+            "SELECT d.chunk, top.score FROM top CROSS JOIN documents d ON d.doc = top.doc "
+            "ORDER BY ROUND(top.score, 9) DESC, top.doc",
+            params,
+        ).fetchall()
+        proven = len(rows) == limit and min(score for _, score in rows) > ceiling + 1e-9
+        return [(chunk, float(score)) for chunk, score in rows], proven
+
+    def _keyword_exact(
+        self,
+        terms: list[str],
+        limit: int,
+        cjk: bool | None = None,
+        weights: tuple[float, float, float] | None = None,
+    ) -> list[tuple[str, float]]:
+        """`keyword` by reading every posting of every term, nothing cached: the reference
+        the fast path is tested against."""
+        unique = sorted(set(terms))
+        if not unique or limit <= 0:
+            return []
+        count, average = self._collection({"collection": {}}, cjk)
         if not count:
             return []
         marks = ",".join("?" * len(unique))
@@ -362,12 +489,17 @@ class Manifest:
                 unique,
             )
         )
-        idfs = [
-            (t, math.log(1 + (count - min(n, count) + 0.5) / (min(n, count) + 0.5)))
-            for t, n in frequency.items()
-        ]
-        if not idfs:
-            return []
+        idfs = {t: self._idf(n, count) for t, n in frequency.items()}
+        return self._keyword_scan(idfs, average, limit, weights) if idfs else []
+
+    def _keyword_scan(
+        self,
+        idfs: dict[str, float],
+        average: float,
+        limit: int,
+        weights: tuple[float, float, float] | None,
+    ) -> list[tuple[str, float]]:
+        """The full query: every posting of every term scored, the best `limit` kept."""
         values = ",".join("(?, ?)" for _ in idfs)
         # BM25F with one saturation: x is the term's length-normalised count in the text
         # plus its weighted counts in the short fields; with no field weight this is BM25.
@@ -379,12 +511,61 @@ class Manifest:
             "FROM q JOIN postings p ON p.term = q.term JOIN documents d ON d.doc = p.doc) "
             "SELECT d.chunk, SUM(s.idf * s.x * (? + 1) / (s.x + ?)) AS score "
             "FROM s JOIN documents d ON d.doc = s.doc "
-            "GROUP BY s.doc HAVING score > 0 ORDER BY score DESC LIMIT ?",
-            [x for pair in idfs for x in pair]
+            "GROUP BY s.doc HAVING score > 0 ORDER BY ROUND(score, 9) DESC, s.doc LIMIT ?",
+            [x for pair in idfs.items() for x in pair]
             + [BM25_B, BM25_B, max(average, 1.0), *(weights or FIELD_WEIGHTS)]
             + [BM25_K1, BM25_K1, limit],
         )
         return [(chunk, float(score)) for chunk, score in rows]
+
+    @staticmethod
+    def _idf(n: int, count: int) -> float:
+        """BM25's inverse document frequency of a term in `n` of `count` chunks."""
+        n = min(n, count)
+        return math.log(1 + (count - n + 0.5) / (n + 0.5))
+
+    def _keyword_cache(self) -> dict:
+        """Collection statistics and document frequencies, kept while the index's
+        generation stays the same (every change to the postings bumps it): counting a
+        common term's postings is a good part of a query's time on a big index."""
+        generation = self.generation()
+        cache = getattr(self, "_keyword_memo", None)
+        if cache is None or cache["generation"] != generation or len(cache["df"]) > 100_000:
+            cache = {"generation": generation, "collection": {}, "df": {}}
+            self._keyword_memo = cache
+        return cache
+
+    def _collection(self, cache: dict, cjk: bool | None) -> tuple[int, float]:
+        """(number of chunks, their average length) of the chunks in that script, or of
+        all when there are none (or no script is given)."""
+        if cjk not in cache["collection"]:
+            count, average = 0, 0.0
+            if cjk is not None:
+                count, average = self.db.execute(
+                    "SELECT COUNT(*), COALESCE(AVG(length), 0) FROM documents WHERE cjk = ?",
+                    (int(cjk),),
+                ).fetchone()
+            if not count:
+                count, average = self.db.execute(
+                    "SELECT COUNT(*), COALESCE(AVG(length), 0) FROM documents"
+                ).fetchone()
+            cache["collection"][cjk] = (count, average)
+        return cache["collection"][cjk]
+
+    def _frequencies(self, cache: dict, terms: list[str]) -> dict[str, int]:
+        """Each term's number of chunks, for the terms found in any."""
+        known: dict[str, int] = cache["df"]
+        missing = [t for t in terms if t not in known]
+        if missing:
+            marks = ",".join("?" * len(missing))
+            known.update(dict.fromkeys(missing, 0))
+            known.update(
+                self.db.execute(
+                    f"SELECT term, COUNT(*) FROM postings WHERE term IN ({marks}) GROUP BY term",
+                    missing,
+                )
+            )
+        return {t: known[t] for t in terms if known[t]}
 
     def _has_fields(self) -> bool:
         """Whether the postings hold field counts (a read-only index from older code may not)."""
