@@ -109,6 +109,7 @@ class Answer:
     generation_ms: float = 0.0
     rerank_ms: float | None = None  # the second look at the passages; None: none was taken
     llm_error: str | None = None  # why the LLM gave no answer, when it failed: then extractive
+    retriever: str = "hybrid"  # what ranked the passages: "keyword" while vectors are stored
     cancelled: bool = False  # Ctrl-C while it streamed: `text` is what had come, checked
 
     def to_json(self) -> dict:
@@ -124,6 +125,7 @@ class Answer:
             "rerank_ms": None if self.rerank_ms is None else round(self.rerank_ms, 1),
             "query": self.query,
             "llm_error": self.llm_error,
+            "retriever": self.retriever,
         }
 
 

@@ -237,7 +237,7 @@ def create_app(index: Index, loopback_only: bool = True) -> FastAPIOffline:
             syncer.poke()
         filters = body.filters.filters() if body.filters else None
         hits = index.search(body.query, body.top_k or settings.top_k, filters=filters)
-        return {"query": body.query, "results": [h.to_json() for h in hits]}
+        return pipeline.search_json(body.query, hits)
 
     @app.post("/api/v1/ask", tags=["questions"], response_model=None)
     def ask(body: AskBody) -> dict | StreamingResponse:

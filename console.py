@@ -103,21 +103,22 @@ def show_chunks(file: str, mode: str, chunks: list[chunker.Chunk], size: int) ->
 
 
 class SyncProgress:
-    """Progress of a sync on a terminal (silent otherwise): files, then chunks.
+    """Progress of a sync on a terminal (silent otherwise): files, then vectors.
 
-    Files count as they are read and chunked, so the file bar moves from the start; the
-    chunk bar moves per embedding batch, with the time left estimated from the rate since
-    embedding began, so an estimate shows from the first batch on.
+    Files count as they are read, chunked and recorded (the folder is searchable by
+    keyword when that bar is full); the vectors bar moves per embedding batch, with the
+    time left estimated from the rate since embedding began, so an estimate shows from
+    the first batch on.
     """
 
     def __init__(self) -> None:
         self.bar = None
         self.files_task = self.chunks_task = None
-        self.began = 0.0  # when the last file was chunked: embedding starts then
+        self.began = 0.0  # when embedding started
         self.done = 0
 
     def start(self, files: int, chunks: int) -> None:
-        if not err.is_terminal or (files == 0 and chunks == 0):
+        if not err.is_terminal or (files == 0 and chunks == 0) or self.bar is not None:
             return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
@@ -131,18 +132,22 @@ class SyncProgress:
             transient=True,
         )
         self.files_task = self.bar.add_task("files", total=files, rate="", eta="")
-        self.chunks_task = self.bar.add_task("chunks", total=chunks, rate="", eta="")
+        self.chunks_task = self.bar.add_task("vectors", total=chunks, rate="", eta="")
         self.began = time.monotonic()
         self.bar.start()
 
     def chunked(self, chunks: int) -> None:
-        """One more file was read and split into `chunks` chunks to embed or find cached."""
+        """One more file was read and split into `chunks` chunks."""
+        if self.bar is not None:
+            self.bar.advance(self.files_task, 1)
+
+    def filling(self, chunks: int) -> None:
+        """The vector phase begins: `chunks` chunks to embed or find cached."""
         if self.bar is None:
-            return
-        self.bar.advance(self.files_task, 1)
-        total = self.bar.tasks[1].total or 0
-        self.bar.update(self.chunks_task, total=total + chunks)
-        self.began = time.monotonic()
+            self.start(0, chunks)
+        if self.bar is not None:
+            self.bar.update(self.chunks_task, total=chunks, completed=0)
+            self.began, self.done = time.monotonic(), 0
 
     def advance(self, files: int = 0, chunks: int = 0) -> None:
         """Chunks embedded or found cached (files were counted when chunked)."""
@@ -193,17 +198,19 @@ def show_sync(report, knowledge_dir=None, include=()) -> None:
         err.print(f"rebuilt: {_rebuilt(report)} ({report.seconds:.1f} s)")
         return
     touched = report.files_added + report.files_changed + report.files_deleted
+    waiting = getattr(report, "chunks_waiting", 0)
+    still = f", {waiting:,} waiting for vectors" if waiting else ""
     if not touched:
         err.print(
             f"[dim]index up to date: {plural(report.files_unchanged, 'file')}, "
-            f"{plural(report.chunks_total, 'chunk')} ({report.seconds:.2f} s)[/]"
+            f"{plural(report.chunks_total, 'chunk')}{still} ({report.seconds:.2f} s)[/]"
         )
         return
     err.print(
         f"indexed: {report.files_added} added, {report.files_changed} changed, "
         f"{report.files_deleted} deleted, {report.files_unchanged} unchanged; "
         f"{plural(report.chunks_embedded, 'chunk')} embedded, {report.chunks_deleted} removed; "
-        f"{plural(report.chunks_total, 'chunk')} in the index ({report.seconds:.1f} s)"
+        f"{plural(report.chunks_total, 'chunk')} in the index{still} ({report.seconds:.1f} s)"
     )
 
 
@@ -220,9 +227,13 @@ def _rebuilt(report) -> str:
     return f"{plural(files, 'file')}, {plural(total, 'chunk')} ({how})"
 
 
-def interrupted(chunks: int) -> None:
-    """Ctrl-C during a sync: what is kept (every stored group of files), and what to do."""
-    err.print(f"interrupted: {plural(chunks, 'chunk')} kept, run again to continue")
+def interrupted(chunks: int, embedded: int) -> None:
+    """Ctrl-C during a sync: what is kept (every recorded group of files, every stored
+    group of vectors), and what to do."""
+    err.print(
+        f"interrupted: {plural(chunks, 'chunk')} kept ({embedded:,} with vectors), "
+        "run again to continue"
+    )
 
 
 def show_hits(hits, query: str) -> None:
@@ -316,6 +327,20 @@ def status(message: str):
     from contextlib import nullcontext
 
     return nullcontext()
+
+
+def filling(stats: dict) -> str | None:
+    """ "vectors 34% — keyword ranking until done" while the vectors are being stored."""
+    chunks, embedded = stats.get("chunks", 0), stats.get("chunks_embedded", 0)
+    if not chunks or embedded >= chunks:
+        return None
+    return f"vectors {100 * embedded // chunks}% — keyword ranking until done"
+
+
+def show_filling(stats: dict) -> None:
+    said = filling(stats)
+    if said:
+        out.print(escape(said), style="dim")
 
 
 def show_stats(stats: dict) -> None:

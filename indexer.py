@@ -27,7 +27,7 @@ import embedding_models as models
 import notes
 import terms
 from errors import Damaged, IndexBusy  # noqa: F401 - raised by sync; callers catch it here
-from manifest import ChunkRow, FileRecord, Manifest, chunk_row, now
+from manifest import FileRecord, Manifest, chunk_row, now
 from rwlock import file_lock
 from settings import Settings
 from store import Store, chunk_metadata
@@ -39,6 +39,7 @@ GROUP_CHUNKS = 256  # chunks stored and recorded per step: the most a killed run
 # Texts handed to the embedder per call: enough for it to sort by length and batch well,
 # few enough for the progress bar to move every few seconds.
 EMBED_SLICE = 64
+SLICE_CAP = 256  # the most texts per call however many batches a server takes at once
 # Cached vectors no chunk uses are kept until they outnumber the index by this much, so a
 # file deleted and restored (a branch switch, an undo) is not embedded again.
 CACHE_SLACK = 1000
@@ -55,6 +56,7 @@ class SyncReport:
     chunks_embedded: int = 0
     chunks_deleted: int = 0
     chunks_total: int = 0
+    chunks_waiting: int = 0  # recorded, searchable by keyword, their vectors not stored yet
     rebuilt: bool = False
     rebuild_reason: str = ""
     seconds: float = 0.0
@@ -69,11 +71,13 @@ class SyncReport:
 
 class Progress(Protocol):
     """What a sync reports as it goes: `start` with the files to index, `chunked` per file
-    as it is read and split (so the file count moves from the start), `advance` per batch
-    of chunks embedded or found cached and per group of files stored, then `finish`."""
+    as it is read and split (so the file count moves from the start), `advance` per group
+    of files recorded; then `filling` with the chunks that wait for vectors and `advance`
+    per batch of them embedded or found cached; then `finish`."""
 
     def start(self, files: int, chunks: int) -> None: ...
     def chunked(self, chunks: int) -> None: ...
+    def filling(self, chunks: int) -> None: ...
     def advance(self, files: int = 0, chunks: int = 0) -> None: ...
     def finish(self) -> None: ...
 
@@ -81,6 +85,7 @@ class Progress(Protocol):
 class NoProgress:
     def start(self, files: int, chunks: int) -> None: ...
     def chunked(self, chunks: int) -> None: ...
+    def filling(self, chunks: int) -> None: ...
     def advance(self, files: int = 0, chunks: int = 0) -> None: ...
     def finish(self) -> None: ...
 
@@ -96,12 +101,17 @@ def companion_id(settings: Settings) -> str:
     return side.id if side else ""
 
 
+# What the manifest records per chunk; a change means every file is recorded again.
+LAYOUT = 2  # 2: chunk texts and metadata kept, vectors filled after (keyword first)
+
+
 def fingerprint(settings: Settings) -> str:
-    """What the vectors depend on. `cjk=` (the CJK chunks' second model) is left out of
-    the rebuild decision: a change of it redoes only those chunks (`_side_upgrade`)."""
+    """What the index depends on. `cjk=` (the CJK chunks' second model) is left out of
+    the rebuild decision: a change of it redoes only those chunks (`_change_side_model`)."""
     cjk = companion_id(settings)
     return (
         f"embedder={embedder_id(settings)};chunker={chunker.VERSION};terms={terms.VERSION};"
+        f"layout={LAYOUT};"
         f"size={settings.chunk_size};overlap={settings.chunk_overlap}"
         + (f";cjk={cjk}" if cjk else "")
     )
@@ -142,16 +152,23 @@ def sync(
     on_wait: Callable[[str], None] | None = None,
     locked: Callable[[], None] = lambda: None,
     paths: list[str] | None = None,
+    vectors: bool | list[str] = True,
 ) -> SyncReport:
     """Make the index match the folder; see the module docstring.
 
-    Every change that readers could see (a group of files replaced in both stores, the
-    deleted files dropped, a reset) happens inside `commit()`, so a caller serving searches
-    at the same time can keep them from seeing a file half-replaced. Finding that nothing
-    changed takes no lock, so a server re-scanning its folder never keeps other processes
-    waiting; to write, it waits up to `wait` seconds for the lock file (see rwlock.file_lock)
-    and then calls `locked()`, where a long-lived caller reopens what another process
-    changed before it writes through it.
+    Two phases: every new or changed file is chunked and its chunks, texts and keyword
+    postings recorded (the folder is then searchable by keyword), then the vector store is
+    filled (`fill`). `vectors` says how much of the second phase runs here: True all of
+    it, False none (a background filler does it), a list of sources only theirs (a
+    watcher's few changed notes, while a background filler works through the rest).
+
+    Every change that readers could see (a group of files recorded, the deleted files
+    dropped, a group of vectors stored) happens inside `commit()`, so a caller serving
+    searches at the same time can keep them from seeing a file half-replaced. Finding that
+    nothing changed takes no lock, so a server re-scanning its folder never keeps other
+    processes waiting; to write, it waits up to `wait` seconds for the lock file (see
+    rwlock.file_lock) and then calls `locked()`, where a long-lived caller reopens what
+    another process changed before it writes through it.
 
     `paths` (relative to the knowledge folder, or absolute) limits the sync to those
     notes, and to every note known under a path that is a folder: each is added,
@@ -160,102 +177,223 @@ def sync(
     """
     started = time.perf_counter()
     progress = progress or NoProgress()
-    fp = fingerprint(settings)
-    if not rebuild:
-        report = _unchanged(settings, manifest, fp, paths)
-        if report is not None:
-            report.seconds = time.perf_counter() - started
-            return report
-    report = SyncReport()
-    with file_lock(settings.index_dir, wait, on_wait):
-        locked()
-        known = manifest.files()
-        old_fp = manifest.get("fingerprint")
-        if old_fp and old_fp != fp and not rebuild:
-            report.rebuild_reason = _what_changed(old_fp, fp)
-        fresh = rebuild or bool(report.rebuild_reason)
-        only = None if fresh else _only(settings, known, paths)
-        current = _scan(settings, known, report, trust_stat=not fresh, only=only)
-        gate = _gate(fp, current)
-        if not fresh and manifest.get("gate") == gate:
-            _touch(manifest, known, current)
-            report.files_unchanged = len(current)
+    try:  # the bar goes on Ctrl-C too: the terminal gets its cursor back
+        fp = fingerprint(settings)
+        looked = None  # the lock-free look, reused under the lock if nothing moved since
+        if not rebuild:
+            report, generation, current, same = _unchanged(settings, manifest, fp, paths)
+            looked = (report, generation, current)
+            if same:
+                if vectors and needs_filling(settings, manifest):
+                    with file_lock(settings.index_dir, wait, on_wait):
+                        locked()
+                        only = None if vectors is True else vectors
+                        fill(settings, store, manifest, make_embedder, report=report,
+                             progress=progress, commit=commit, sources=only)  # fmt: skip
+                report.chunks_waiting = manifest.pending()
+                report.seconds = time.perf_counter() - started
+                return report
+        with file_lock(settings.index_dir, wait, on_wait):
+            locked()
+            known = manifest.files()
+            old_fp = manifest.get("fingerprint")
+            reason = ""
+            if old_fp and old_fp != fp and not rebuild:
+                reason = _what_changed(old_fp, fp)
+            elif rebuild:
+                reason = "asked for"
+            fresh = bool(reason)
+            if looked is not None and not fresh and manifest.generation() == looked[1]:
+                report, current = looked[0], looked[2]  # nobody wrote since: no second read
+            else:
+                report = SyncReport()
+                only = None if fresh else _only(settings, known, paths)
+                current = _scan(settings, known, report, trust_stat=not fresh, only=only)
+            report.rebuild_reason = reason
+            if not fresh and manifest.get("gate") == _gate(fp, current):
+                _touch(manifest, known, current)
+                report.files_unchanged = len(current)
+            else:
+                if fresh:
+                    with commit():
+                        manifest.forget_all()  # the vector store is emptied by the filling
+                    known = {}
+                    report.rebuilt = True
+                _record(settings, manifest, known, current, report, progress, commit)
+                manifest.set(gate=_gate(fp, current), fingerprint=fp,
+                             embedder=embedder_id(settings), last_sync=now())  # fmt: skip
+                if report.files_added or report.files_changed:
+                    _hint_language(manifest, embedder_id(settings), report)
+            if vectors and needs_filling(settings, manifest):
+                only = None if vectors is True else vectors
+                fill(settings, store, manifest, make_embedder, report=report,
+                     progress=progress, commit=commit, sources=only)  # fmt: skip
             report.chunks_total = manifest.total_chunks()
-            report.seconds = time.perf_counter() - started
-            return report
+            report.chunks_waiting = manifest.pending()
+        report.seconds = time.perf_counter() - started
+        return report
+    finally:
+        progress.finish()
 
-        embedder = make_embedder()
-        meta = {"embedder": embedder.id, "fingerprint": fp}
-        try:
-            stored = store.open(meta)
-            in_store = store.check()
-        except Damaged as exc:
-            with commit():
-                stored, in_store = _recover(store, manifest, meta, exc, report), 0
-            known = {}
-        if rebuild:
-            report.rebuild_reason = "asked for"
-        elif not report.rebuild_reason and _what_changed(str(stored.get("fingerprint", fp)), fp):
-            report.rebuild_reason = "the Chroma collection was built with other settings"
-        if report.rebuild_reason:
-            with commit():
-                store.reset(meta)
-                manifest.forget_all()
-            known = {}
-            report.rebuilt = True
-        elif in_store != manifest.total_chunks():
-            with commit():
-                known = _repair(store, manifest, known, report)
 
-        deleted = sorted(s for s in known if s not in current)
-        changed = [s for s in current if s in known and known[s].md5 != current[s].md5]
-        added = [s for s in current if s not in known and not current[s].kept]
-        report.files_added, report.files_changed = len(added), len(changed)
-        report.files_deleted = len(deleted)
-        report.files_unchanged = len(current) - len(added) - len(changed)
-        report.files_unchanged -= sum(1 for s in current if current[s].kept and s not in known)
+def _record(
+    settings: Settings,
+    manifest: Manifest,
+    known: dict[str, FileRecord],
+    current: dict[str, _Current],
+    report: SyncReport,
+    progress: Progress,
+    commit: Callable[[], AbstractContextManager],
+) -> None:
+    """The keyword phase: drop deleted files, record new and changed ones (chunks, texts,
+    postings, links), each group of files in one commit."""
+    deleted = sorted(s for s in known if s not in current)
+    changed = [s for s in current if s in known and known[s].md5 != current[s].md5]
+    added = [s for s in current if s not in known and not current[s].kept]
+    report.files_added, report.files_changed = len(added), len(changed)
+    report.files_deleted = len(deleted)
+    report.files_unchanged = len(current) - len(added) - len(changed)
+    report.files_unchanged -= sum(1 for s in current if current[s].kept and s not in known)
+    if deleted:
+        with commit():
+            manifest.forget(deleted)
+        report.chunks_deleted += sum(known[s].chunks for s in deleted)
+    _touch(manifest, known, current)
+    if changed:  # their old vectors leave the store before the new ones are stored
+        manifest.mark_stale(changed)
+    _index(settings, manifest, known, current, report, progress, commit, added + changed)
 
-        if deleted:
-            with commit():
-                store.delete(deleted)
-                manifest.forget(deleted)
-            report.chunks_deleted += sum(known[s].chunks for s in deleted)
-        _touch(manifest, known, current)
-        writer = _Writer(
-            settings, store, manifest, embedder, known, current, report, progress, commit
-        )
-        _index(writer, added + changed + _side_upgrade(writer, added + changed))
-        manifest.set(
-            gate=_gate(fp, current),
-            fingerprint=fp,
-            embedder=embedder.id,
-            dimension=str(embedder.dimension),
-            companion=getattr(embedder, "companion_id", None) or "",
-            last_sync=now(),
-        )
-        if report.files_added or report.files_changed:
-            _hint_language(manifest, embedder.id, report)
-        total = manifest.total_chunks()
-        if manifest.cache_size(embedder.id) > 2 * total + CACHE_SLACK:
-            manifest.prune_cache(embedder.id)
-        report.chunks_total = manifest.total_chunks()
-    report.seconds = time.perf_counter() - started
+
+def needs_filling(settings: Settings, manifest: Manifest) -> bool:
+    """Whether the vector store lags the manifest: chunks without vectors, files whose
+    vectors must go, an emptied index, or a second (CJK) model that changed. Read from
+    the manifest alone, without loading a model."""
+    if not manifest.vectors_kept():
+        return False
+    return bool(
+        manifest.pending()
+        or manifest.stale()
+        or manifest.get("reset_vectors")
+        or (manifest.get("companion") or "") != companion_id(settings)
+        and manifest.total_chunks()
+    )
+
+
+def fill(
+    settings: Settings,
+    store: Store,
+    manifest: Manifest,
+    make_embedder: Callable[[], Embedder],
+    *,
+    report: SyncReport | None = None,
+    progress: Progress | None = None,
+    commit: Callable[[], AbstractContextManager] = nullcontext,
+    sources: list[str] | None = None,
+    chunks: int | None = None,
+    stop: Callable[[], bool] = lambda: False,
+) -> SyncReport:
+    """The vector phase: embed (cache misses only) and store the chunks that wait for
+    vectors, whole files at a time, each group in one commit, marking them filled. Called
+    with the lock file held. `sources` limits it to those files, `chunks` stops it after
+    about that many, `stop` is asked between groups. Resumable at any point: a killed run
+    loses at most the group in flight, whose vectors are in the cache already."""
+    report = report if report is not None else SyncReport()
+    progress = progress or NoProgress()
+    embedder = make_embedder()
+    meta = {"embedder": embedder.id, "fingerprint": fingerprint(settings)}
+    with store.releasing():  # a Chroma server's writer lease, claimed when it is opened
+        _open_for_filling(store, manifest, meta, report, commit, settings.knowledge_dir)
+        _fill(settings, store, manifest, embedder, report, progress, commit, sources, chunks, stop)
     return report
+
+
+def _fill(
+    settings: Settings,
+    store: Store,
+    manifest: Manifest,
+    embedder: Embedder,
+    report: SyncReport,
+    progress: Progress,
+    commit: Callable[[], AbstractContextManager],
+    sources: list[str] | None,
+    chunks: int | None,
+    stop: Callable[[], bool],
+) -> None:
+    _change_side_model(store, manifest, getattr(embedder, "companion_id", None) or "")
+    w = _Writer(settings, store, manifest, embedder, report, progress, commit)
+    progress.filling(manifest.pending(sources))
+    done = 0
+    skipped: set[str] = set()  # files changed on disk since recorded: their sync redoes them
+    while not stop():
+        # An embeddings server with several batches in flight gets groups that fill them.
+        group = max(GROUP_CHUNKS, int(getattr(embedder, "slice_size", 0)))
+        size = group if chunks is None else min(group, chunks)
+        picked = manifest.pending_sources(size, among=sources, skip=skipped)
+        if not picked:
+            break
+        done += _fill_group(w, picked, skipped)
+        if chunks is not None and done >= chunks:
+            break
+    manifest.set(
+        embedder=embedder.id,
+        dimension=str(embedder.dimension),
+        companion=getattr(embedder, "companion_id", None) or "",
+    )
+    if not manifest.pending() and manifest.cache_size(embedder.id) > 2 * (
+        manifest.total_chunks() + CACHE_SLACK
+    ):
+        manifest.prune_cache(embedder.id)
+
+
+def _open_for_filling(
+    store: Store, manifest: Manifest, meta: dict, report: SyncReport, commit, folder: Path
+) -> None:
+    """Open the vector store and make it agree with the manifest: emptied after a
+    rebuild or when built with other settings, moved aside when damaged, the vectors of
+    deleted and changed files removed, and any file whose vector count differs from the
+    manifest's (a killed run, a store changed behind our back) made to wait again."""
+    try:
+        stored = store.open(meta)
+        store.claim(folder)  # a Chroma server shared by machines: one writer at a time
+        in_store = store.check()
+    except Damaged as exc:
+        with commit():
+            _recover(store, manifest, meta, exc, report)
+        return
+    built_for = str(stored.get("fingerprint", ""))
+    if manifest.get("reset_vectors") or _what_changed(built_for, meta["fingerprint"]):
+        with commit():
+            store.reset(meta)
+            manifest.unfill()
+            manifest.cleared(manifest.stale())
+            manifest.set(reset_vectors="")
+        return
+    gone = manifest.stale()
+    if gone:
+        with commit():
+            store.delete(gone)
+        manifest.cleared(gone)
+        in_store = store.count()
+    if in_store != manifest.embedded():
+        with commit():
+            _repair(store, manifest, report)
 
 
 def _unchanged(
     settings: Settings, manifest: Manifest, fp: str, paths: list[str] | None
-) -> SyncReport | None:
-    """The report of a sync that has nothing to write, found without the write lock (it
-    only reads: stat()s, the files whose stat moved, and the manifest), or None."""
+) -> tuple[SyncReport, int, dict[str, _Current], bool]:
+    """A look at the folder without the write lock (it only reads: stat()s, the files
+    whose stat moved, and the manifest): its report, the manifest generation it saw, what
+    it found, and whether nothing needs writing."""
     report = SyncReport()
+    generation = manifest.generation()
     known = manifest.files()
     current = _scan(settings, known, report, trust_stat=True, only=_only(settings, known, paths))
     if manifest.get("gate") != _gate(fp, current) or _moved(known, current):
-        return None
+        return report, generation, current, False
     report.files_unchanged = len(current)
     report.chunks_total = manifest.total_chunks()
-    return report
+    return report, generation, current, True
 
 
 def _scan(
@@ -285,6 +423,7 @@ def _scan(
                 current[source] = _Current(rec.md5, rec.size, rec.mtime_ns, None)
     report.files_scanned = len(found) + len(current)
     report.files_skipped.extend(skipped)
+    kept = 0  # characters of the notes read and held for chunking
     for folder in (s.source for s in skipped if s.unreadable_folder):
         prefix = "" if folder == "./" else folder
         for source, rec in known.items():
@@ -307,7 +446,10 @@ def _scan(
                 current[source] = _Current(rec.md5, rec.size, rec.mtime_ns, None, kept=True)
             continue
         report.warnings.extend(f"{source}: {w}" for w in note.warnings)
-        current[source] = _Current(note.md5, st.st_size, st.st_mtime_ns, note)
+        kept += len(note.text)
+        current[source] = _Current(
+            note.md5, st.st_size, st.st_mtime_ns, note if kept <= KEEP_READ_CHARS else None
+        )
     return current
 
 
@@ -331,6 +473,11 @@ def _only(
         only.add(source)
         only.update(s for s in known if s.startswith(source + "/"))
     return only
+
+
+def sources_of(settings: Settings, paths: list[str]) -> set[str] | None:
+    """The notes these paths name, relative to the folder; None when one is a folder."""
+    return _only(settings, {}, paths)
 
 
 def _absolute(path: str) -> Path:
@@ -389,7 +536,7 @@ def _moved(known: dict[str, FileRecord], current: dict[str, _Current]) -> list[F
 
 def _what_changed(old: str, new: str) -> str:
     """Why vectors built under the `old` fingerprint must be rebuilt, or "" if they need
-    not (only the CJK chunks' second model differs: `_side_upgrade` handles that)."""
+    not (only the CJK chunks' second model differs: `_change_side_model` handles that)."""
     before = dict(part.split("=", 1) for part in old.split(";") if "=" in part)
     after = dict(part.split("=", 1) for part in new.split(";") if "=" in part)
     before.pop("cjk", None)
@@ -402,27 +549,30 @@ def _what_changed(old: str, new: str) -> str:
         return "the chunker changed"
     if before.get("terms") != after.get("terms"):
         return "the keyword index changed (new search terms or fields)"
+    if before.get("layout") != after.get("layout"):
+        return "the index layout changed (chunk texts are now kept, for keyword-first indexing)"
     return (
         f"chunk settings changed (size {before.get('size')} → {after.get('size')}, "
         f"overlap {before.get('overlap')} → {after.get('overlap')})"
     )
 
 
-def _repair(
-    store: Store, manifest: Manifest, known: dict[str, FileRecord], report: SyncReport
-) -> dict[str, FileRecord]:
-    """The store and the manifest disagree (a run was killed, or the store was changed
-    behind our back): forget every file whose chunk count differs, so it is redone."""
-    counts = store.source_counts()
-    bad = sorted(
-        s
-        for s in set(counts) | set(known)
-        if counts.get(s, 0) != (known[s].chunks if s in known else -1)
-    )
-    store.delete([s for s in bad if s in counts])
-    manifest.forget(bad)
-    report.warnings.append(f"repaired the index: {len(bad)} file(s) were out of step with it")
-    return {s: r for s, r in known.items() if s not in bad}
+def _repair(store: Store, manifest: Manifest, report: SyncReport) -> None:
+    """The store and the manifest disagree on some file's vectors (a run killed between
+    storing a group and recording it, or the store changed behind our back): those files'
+    vectors go from the store and wait to be stored again; no file is re-chunked."""
+    stored = store.chunk_hashes()
+    have = manifest.embedded_by_source()
+    bad = sorted(s for s in set(stored) | set(have) if len(stored.get(s, {})) != have.get(s, 0))
+    # A file whose every chunk the store holds for exactly its recorded text (a run killed
+    # after storing it, another machine sharing a Chroma server) is adopted, not redone.
+    adopt = [s for s in bad if stored.get(s) and stored[s] == manifest.chunk_ids(s)]
+    redo = [s for s in bad if s not in adopt]
+    manifest.filled(adopt)
+    store.delete([s for s in redo if s in stored])
+    manifest.unfill([s for s in redo if s in have])
+    if redo:
+        report.warnings.append(f"repaired the index: {len(redo)} file(s) were out of step with it")
 
 
 def _recover(
@@ -430,10 +580,11 @@ def _recover(
 ) -> dict:
     """The local Chroma folder cannot be read back (a kill while Chroma saved its HNSW
     segment: the graph on disk is newer than its id map and log watermark, so every
-    replay of the log fails). Move it aside and start an empty collection; every file is
-    then indexed again from the notes, its vectors taken from the embedding cache."""
+    replay of the log fails). Move it aside and start an empty collection; every chunk
+    then waits for its vector, taken from the embedding cache."""
     moved = store.set_aside()
-    manifest.forget_all()  # the files' rows go; the embedding cache stays
+    manifest.unfill()  # every chunk waits for its vector again; the embedding cache stays
+    manifest.cleared(manifest.stale())
     stored = store.open(meta)
     report.warnings.append(
         f"the vector index could not be read ({damage.cause}); moved it to {moved.name} "
@@ -444,115 +595,163 @@ def _recover(
 
 @dataclass
 class _Writer:
-    """One sync's writing side: what every group of files needs, held once."""
+    """One filling's writing side: what every group of files needs, held once."""
 
     settings: Settings
     store: Store
     manifest: Manifest
     embedder: Embedder
-    known: dict[str, FileRecord]
-    current: dict[str, _Current]
     report: SyncReport
     progress: Progress
     commit: Callable[[], AbstractContextManager]
 
 
-def _index(w: _Writer, sources: list[str]) -> None:
-    """Chunk, embed (cache misses only), store and record the given files, in groups."""
-    settings, report, progress = w.settings, w.report, w.progress
+# Notes read while hashing are kept for chunking up to this many characters; past it they
+# are read again when chunked, so a 200 MB folder is never held in memory whole.
+KEEP_READ_CHARS = 32_000_000
+
+
+def _index(
+    settings: Settings,
+    manifest: Manifest,
+    known: dict[str, FileRecord],
+    current: dict[str, _Current],
+    report: SyncReport,
+    progress: Progress,
+    commit: Callable[[], AbstractContextManager],
+    sources: list[str],
+) -> None:
+    """Chunk and record the given files (texts, postings, links), a group at a time."""
     root = settings.knowledge_dir
-    work: list[tuple[str, notes.Note, list[chunker.Chunk]]] = []
     progress.start(len(sources), 0)
-    try:  # the bar goes on Ctrl-C too: the terminal gets its cursor back
-        for source in sources:
-            note = w.current[source].note
-            if note is None:
-                try:
-                    note = notes.read(root, source, settings.max_file_bytes)
-                except notes.Unreadable as exc:
-                    report.files_skipped.append(notes.Skipped(source, str(exc)))
-                    progress.chunked(0)
-                    continue
-            chunks = chunker.split_note(note, settings.chunk_size, settings.chunk_overlap)
-            work.append((source, note, chunks))
-            progress.chunked(len(chunks))
-        group: list[tuple[str, notes.Note, list[chunker.Chunk]]] = []
-        size = 0
-        for item in work:
-            group.append(item)
-            size += len(item[2])
-            if size >= GROUP_CHUNKS:
-                _store_group(w, group)
-                group, size = [], 0
-        if group:
-            _store_group(w, group)
-    finally:
-        progress.finish()
+    group: list[tuple[str, notes.Note, list[chunker.Chunk]]] = []
+    size = 0
+    for source in sources:
+        state = current[source]
+        note, state.note = state.note, None  # let go of it once chunked
+        if note is None:
+            try:
+                note = notes.read(root, source, settings.max_file_bytes)
+            except notes.Unreadable as exc:
+                report.files_skipped.append(notes.Skipped(source, str(exc)))
+                progress.chunked(0)
+                continue
+        chunks = chunker.split_note(note, settings.chunk_size, settings.chunk_overlap)
+        group.append((source, note, chunks))
+        size += len(chunks)
+        progress.chunked(len(chunks))
+        if size >= GROUP_CHUNKS:
+            _record_group(manifest, known, current, report, commit, group)
+            progress.advance(files=len(group))
+            group, size = [], 0
+    if group:
+        _record_group(manifest, known, current, report, commit, group)
+        progress.advance(files=len(group))
 
 
-def _store_group(w: _Writer, group: list[tuple[str, notes.Note, list[chunker.Chunk]]]) -> None:
+def _record_group(
+    manifest: Manifest,
+    known: dict[str, FileRecord],
+    current: dict[str, _Current],
+    report: SyncReport,
+    commit: Callable[[], AbstractContextManager],
+    group: list[tuple[str, notes.Note, list[chunker.Chunk]]],
+) -> None:
+    """One commit of the keyword phase: these files' chunks, postings and links."""
+    records = []
+    for source, note, cs in group:
+        rows = []
+        for c in cs:
+            embed = c.embedding_text
+            text_hash = hashlib.sha1(embed.encode()).hexdigest()  # the embedding cache's key
+            meta = chunk_metadata(c, note.md5, _chunk_tags(note, c), text_hash)
+            rows.append(
+                chunk_row(
+                    c.id, text_hash, embed, title=c.title, aliases=note.aliases,
+                    chain=c.heading_chain, stored=c.text, meta=meta,
+                )
+            )  # fmt: skip
+        state = current[source]
+        records.append((FileRecord(source, note.md5, state.size, state.mtime_ns, len(cs)), rows))
+        if source in known:
+            old = set(manifest.chunk_hashes(source))
+            report.chunks_deleted += len(old - {r.text_hash for r in rows})
+    with commit():
+        manifest.record(records, _links(group))
+
+
+def _fill_group(w: _Writer, sources: list[str], skipped: set[str]) -> int:
+    """Embed (cache misses only) and store these files' vectors, then mark them filled,
+    in one commit. Returns how many chunks it stored."""
     import numpy as np
 
-    store, manifest, embedder, report, progress = (
-        w.store, w.manifest, w.embedder, w.report, w.progress
-    )  # fmt: skip
-
-    chunks = [c for _, _, cs in group for c in cs]
-    texts = [c.embedding_text for c in chunks]
-    hashes = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
+    manifest, embedder, report = w.manifest, w.embedder, w.report
+    rows = manifest.chunks_of(sources)
+    hashes = [r.text_hash for r in rows]
     vectors = manifest.cached(embedder.id, sorted(set(hashes)))
-    text_of = dict(zip(hashes, texts, strict=True))
-    # Sorted by length across the whole group, so each slice pads as little as one big call.
-    missing = sorted(
-        dict.fromkeys(h for h in hashes if h not in vectors), key=lambda h: len(text_of[h])
-    )
-    for start in range(0, len(missing), EMBED_SLICE):
-        part = missing[start : start + EMBED_SLICE]
-        started = time.perf_counter()
+    missing = sorted({h for h in hashes if h not in vectors})
+    text_of = _embedding_texts(w, rows, missing, skipped)
+    if skipped & set(sources):
+        rows = [r for r in rows if r.source not in skipped]
+        sources = [s for s in sources if s not in skipped]
+        hashes = [r.text_hash for r in rows]
+        missing = [h for h in missing if h in text_of]
+    missing.sort(key=lambda h: len(text_of[h]))  # each slice pads as little as it can
+    # An embeddings server takes a few rounds of batches in flight per call; capped so the
+    # progress bar still moves every few calls.
+    step = min(max(EMBED_SLICE, int(getattr(embedder, "slice_size", EMBED_SLICE))), SLICE_CAP)
+    for start in range(0, len(missing), step):
+        part = missing[start : start + step]
+        began = time.perf_counter()
         fresh = embedder.embed([text_of[h] for h in part])
-        report.embed_seconds += time.perf_counter() - started
+        report.embed_seconds += time.perf_counter() - began
         new = dict(zip(part, fresh, strict=True))
         manifest.cache(embedder.id, new)
         vectors.update(new)
         report.chunks_embedded += len(part)
-        progress.advance(chunks=len(part))
-    progress.advance(chunks=len(chunks) - len(missing))
-    side = _embed_side(w, chunks, texts, hashes)
-    aliases = {source: note.aliases for source, note, _ in group}
-    md5s = {source: note.md5 for source, note, _ in group}
-    records = []
-    by_source: dict[str, list[ChunkRow]] = {}
-    for c, h, text in zip(chunks, hashes, texts, strict=True):
-        row = chunk_row(
-            c.id, h, text, title=c.title, aliases=aliases[c.source], chain=c.heading_chain
-        )
-        by_source.setdefault(c.source, []).append(row)
-    for source, note, cs in group:
-        state = w.current[source]
-        rec = FileRecord(source, note.md5, state.size, state.mtime_ns, len(cs))
-        records.append((rec, by_source.get(source, [])))
-        if source in w.known:
-            old = set(manifest.chunk_hashes(source))
-            report.chunks_deleted += len(old - {r.text_hash for r in by_source.get(source, [])})
+        w.progress.advance(chunks=len(part))
+    w.progress.advance(chunks=len(rows) - len(missing))
+    side = _embed_side(w, rows, skipped)
+    if skipped & set(sources):  # a file changed while its side vectors were looked for
+        keep = [i for i, r in enumerate(rows) if r.source not in skipped]
+        rows = [rows[i] for i in keep]
+        sources = [s for s in sources if s not in skipped]
+        side = _embed_side(w, rows, skipped)
     matrix = (
-        np.stack([vectors[h] for h in hashes]) if chunks else np.zeros((0, 1), dtype=np.float32)
+        np.stack([vectors[r.text_hash] for r in rows]) if rows else np.zeros((0, 1), np.float32)
     )
-    notes_of = {source: note for source, note, _ in group}
-    metadatas = [
-        chunk_metadata(c, md5s[c.source], _chunk_tags(notes_of[c.source], c), h)
-        for c, h in zip(chunks, hashes, strict=True)
-    ]
-    with w.commit():  # both stores change together, as readers see them
-        store.replace(
-            [source for source, _, _ in group],
-            [c.id for c in chunks],
-            [c.text for c in chunks],
-            metadatas,
-            matrix,
-        )
-        _write_side(w, [source for source, _, _ in group], side, metadatas)
-        manifest.record(records, _links(group))
-    progress.advance(files=len(group))
+    metadatas = [r.metadata for r in rows]
+    with w.commit():  # the vectors and the mark that they are there change together
+        w.store.replace(sources, [r.id for r in rows], [r.text for r in rows], metadatas, matrix)
+        _write_side(w, sources, side, metadatas)
+        manifest.filled(sources)
+    return len(rows)
+
+
+def _embedding_texts(
+    w: _Writer, rows: list, wanted: list[str], skipped: set[str]
+) -> dict[str, str]:
+    """The texts to embed for these hashes. The note is read and chunked again (a
+    millisecond a chunk, against tens for embedding it) rather than the manifest keeping
+    a second copy of every text. A file whose chunks no longer match what was recorded
+    (it changed on disk since) goes into `skipped`: its next sync records and fills it."""
+    wanted_set = set(wanted)
+    found: dict[str, str] = {}
+    for source in sorted({r.source for r in rows if r.text_hash in wanted_set}):
+        try:
+            note = notes.read(w.settings.knowledge_dir, source, w.settings.max_file_bytes)
+        except notes.Unreadable:
+            skipped.add(source)
+            continue
+        chunks = chunker.split_note(note, w.settings.chunk_size, w.settings.chunk_overlap)
+        texts = {hashlib.sha1(c.embedding_text.encode()).hexdigest(): c.embedding_text
+                 for c in chunks}  # fmt: skip
+        mine = {r.text_hash for r in rows if r.source == source}
+        if not mine <= set(texts):
+            skipped.add(source)
+            continue
+        found.update((h, texts[h]) for h in mine & wanted_set)
+    return found
 
 
 def _chunk_tags(note: notes.Note, chunk: chunker.Chunk) -> tuple[str, ...]:
@@ -580,7 +779,7 @@ class _Side:
     vectors: object  # np.ndarray (n, dimension)
 
 
-def _embed_side(w: _Writer, chunks: list[chunker.Chunk], texts: list[str], hashes: list[str]):
+def _embed_side(w: _Writer, rows: list, skipped: set[str]):
     """The multilingual vectors of the group's CJK chunks (cache misses embedded, cached
     under that model's id), or None when the index has no second model. The model loads on
     the first CJK chunk, never for a folder without one."""
@@ -589,22 +788,24 @@ def _embed_side(w: _Writer, chunks: list[chunker.Chunk], texts: list[str], hashe
         return None
     import numpy as np
 
-    positions = [i for i, t in enumerate(texts) if terms.cjk_share(t) >= models.CJK_CHUNK]
-    wanted = sorted({hashes[i] for i in positions})
+    positions = [i for i, r in enumerate(rows) if terms.cjk_share(r.text) >= models.CJK_CHUNK]
+    wanted = sorted({rows[i].text_hash for i in positions})
     vectors = w.manifest.cached(side_id, wanted) if wanted else {}
-    text_of = {hashes[i]: texts[i] for i in positions}
-    missing = sorted((h for h in wanted if h not in vectors), key=lambda h: len(text_of[h]))
+    missing = [h for h in wanted if h not in vectors]
+    text_of = _embedding_texts(w, [rows[i] for i in positions], missing, skipped) if missing else {}
+    missing = sorted((h for h in missing if h in text_of), key=lambda h: len(text_of[h]))
     for start in range(0, len(missing), EMBED_SLICE):
         part = missing[start : start + EMBED_SLICE]
-        started = time.perf_counter()
+        began = time.perf_counter()
         fresh = w.embedder.companion().embed([text_of[h] for h in part])
-        w.report.embed_seconds += time.perf_counter() - started
+        w.report.embed_seconds += time.perf_counter() - began
         new = dict(zip(part, fresh, strict=True))
         w.manifest.cache(side_id, new)
         vectors.update(new)
-    matrix = np.stack([vectors[hashes[i]] for i in positions]) if positions else None
+    positions = [i for i in positions if rows[i].text_hash in vectors]
+    matrix = np.stack([vectors[rows[i].text_hash] for i in positions]) if positions else None
     return _Side(
-        positions, [chunks[i].id for i in positions], [chunks[i].text for i in positions], matrix
+        positions, [rows[i].id for i in positions], [rows[i].text for i in positions], matrix
     )
 
 
@@ -622,32 +823,18 @@ def _write_side(w: _Writer, sources: list[str], side: _Side | None, metadatas: l
     store.replace(sources, side.ids, side.texts, metas, side.vectors)
 
 
-def _side_upgrade(w: _Writer, fresh: list[str]) -> list[str]:
-    """When the index's second model changed since the last sync (it was installed, removed
-    or replaced), drop the old side collection and return the unchanged files that hold
-    CJK text, to be indexed again: their main vectors come from the cache, so only their
-    CJK chunks are embedded, by the new model."""
-    want = getattr(w.embedder, "companion_id", None) or ""
-    had = w.manifest.get("companion") or ""
-    if want == had and not w.report.rebuilt:
-        return []
+def _change_side_model(store: Store, manifest: Manifest, want: str) -> None:
+    """When the index's second model changed since the last filling (it was installed,
+    removed or replaced), drop the old side collection, and the chunks holding CJK text
+    wait for their vectors again: their main vectors come from the cache, so only their
+    CJK vectors are embedded, by the new model."""
+    had = manifest.get("companion") or ""
+    if want == had:
+        return
     for old in {had, want} - {""}:
-        w.store.side(old).drop()
-    if not want:
-        return []
-    redo = []
-    skip = set(fresh)
-    for source in sorted(w.known):
-        state = w.current.get(source)
-        if source in skip or state is None or state.kept:
-            continue
-        try:
-            note = state.note or notes.read(
-                w.settings.knowledge_dir, source, w.settings.max_file_bytes
-            )
-        except notes.Unreadable:
-            continue
-        if terms.cjk_share(note.text) > 0:
-            state.note = note
-            redo.append(source)
-    return redo
+        store.side(old).drop()
+    if want:
+        redo = manifest.sources_with_cjk()
+        store.delete(redo)
+        manifest.unfill(redo)
+    manifest.set(companion=want)

@@ -10,6 +10,8 @@ that describe an older state, which the next run repairs. It never talks to Chro
 from __future__ import annotations
 
 import errno
+import functools
+import json
 import math
 import os
 import sqlite3
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from errors import AskmdError
+from errors import AskmdError, DiskFull, disk_full
 from terms import content_terms, is_cjk_term
 
 if TYPE_CHECKING:  # numpy loads only when the embedding cache is used
@@ -49,6 +51,7 @@ CREATE TABLE IF NOT EXISTS files (
 CREATE TABLE IF NOT EXISTS chunks (
     id TEXT PRIMARY KEY, source TEXT NOT NULL, text_hash TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS stale (source TEXT PRIMARY KEY);
 CREATE INDEX IF NOT EXISTS chunks_by_source ON chunks (source);
 CREATE TABLE IF NOT EXISTS documents (
     doc INTEGER PRIMARY KEY, chunk TEXT NOT NULL UNIQUE, source TEXT NOT NULL,
@@ -81,6 +84,10 @@ _CJK_TERM = (
 )
 
 
+# A chunk text holding any CJK character (the side model's chunks are among these).
+_CJK_TEXT = "text GLOB '*[぀-ヿ㐀-䶿一-鿿가-힯]*'"
+
+
 @dataclass(frozen=True)
 class FileRecord:
     source: str
@@ -88,6 +95,17 @@ class FileRecord:
     size: int
     mtime_ns: int
     chunks: int
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A chunk as the filling of the vector store reads it back."""
+
+    id: str
+    source: str
+    text_hash: str
+    text: str  # stored and quoted
+    metadata: dict
 
 
 LinkRow = tuple[str, str, int, int]  # (target as written, heading, file line, embed)
@@ -100,32 +118,47 @@ class ChunkRow:
     terms: list[str]  # search terms of the chunk's embedded text (title and chain included)
     # Search terms of the fields ranked on their own (FIELD_WEIGHTS): title, aliases, headings.
     fields: tuple[list[str], list[str], list[str]] = ([], [], [])
+    text: str = ""  # the chunk's text as stored and quoted (verbatim from the file)
+    meta: str = ""  # its metadata (store.chunk_metadata) as JSON
 
 
 def chunk_row(
     chunk_id: str, text_hash: str, text: str, *, title: str, aliases: Iterable[str],
-    chain: Iterable[str],
+    chain: Iterable[str], stored: str = "", meta: dict | None = None,
 ) -> ChunkRow:  # fmt: skip
-    """A chunk's keyword record: the terms of its text, and those of its note's title and
-    aliases and of its heading chain (the title left out of it when it heads the chain)."""
+    """A chunk's keyword record: the terms of its searchable `text`, and those of its
+    note's title and aliases and of its heading chain (the title left out of it when it
+    heads the chain), with the `stored` text and `meta` that a search returns."""
     headings = [h for h in chain if h != title]
     return ChunkRow(
         chunk_id,
         text_hash,
         content_terms(text),
         (
-            content_terms(title),
-            content_terms(" ; ".join(aliases)),
-            content_terms(" ; ".join(headings)),
+            list(_field_terms(title)),
+            list(_field_terms(" ; ".join(aliases))),
+            list(_field_terms(" ; ".join(headings))),
         ),
+        stored,
+        json.dumps(meta, ensure_ascii=False) if meta else "",
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def _field_terms(text: str) -> tuple[str, ...]:
+    """A short field's terms, cached: a note's title, aliases and headings repeat in
+    every chunk of it."""
+    return tuple(content_terms(text))
 
 
 def _postings(doc: int, row: ChunkRow) -> list[tuple[str, int, int, int, int, int]]:
     """(term, doc, tf, title_tf, alias_tf, heading_tf) for every term of the chunk."""
-    counts = [Counter(row.terms), *(Counter(f) for f in row.fields)]
-    keys = dict.fromkeys(t for c in counts for t in c)
-    return [(t, doc, *(c[t] for c in counts)) for t in keys]
+    text = Counter(row.terms)
+    title, alias, heading = (Counter(f) for f in row.fields)
+    if not (title or alias or heading):  # most chunks: one tuple per term, no lookups
+        return [(t, doc, n, 0, 0, 0) for t, n in text.items()]
+    keys = dict.fromkeys([*text, *title, *alias, *heading])
+    return [(t, doc, text[t], title[t], alias[t], heading[t]) for t in keys]
 
 
 def prepare_index_dir(index_dir: Path) -> None:
@@ -166,6 +199,7 @@ class Manifest:
         """With `read_only` the file is only read (a folder nobody may write to): no WAL
         switch, no schema update; every method that writes then fails."""
         self.read_only = read_only
+        self.path = path
         self._fields: bool | None = None  # whether postings have field counts, once known
         if read_only:
             self.db = _open_read_only(path)
@@ -178,6 +212,7 @@ class Manifest:
             self.db.executescript(_SCHEMA)
             self._add_script_column()
             self._add_field_columns()
+            self._add_chunk_columns()
         except sqlite3.Error as exc:
             raise AskmdError(
                 f"the index manifest {path} cannot be opened ({exc}). Delete the index "
@@ -249,6 +284,8 @@ class Manifest:
         same transaction as the file's hash."""
         with self._transaction():
             postings: list[tuple[str, int, int]] = []
+            documents: list[tuple[int, str, str, int, int]] = []
+            doc = self.db.execute("SELECT COALESCE(MAX(doc), 0) FROM documents").fetchone()[0]
             for rec, chunk_rows in files:
                 self._drop(rec.source)
                 self.db.executemany(
@@ -260,16 +297,23 @@ class Manifest:
                     (rec.source, rec.md5, rec.size, rec.mtime_ns, rec.chunks),
                 )
                 self.db.executemany(
-                    "INSERT OR REPLACE INTO chunks VALUES (?, ?, ?)",
-                    [(row.id, rec.source, row.text_hash) for row in chunk_rows],
+                    "INSERT OR REPLACE INTO chunks (id, source, text_hash, text, meta, vector) "
+                    "VALUES (?, ?, ?, ?, ?, 0)",
+                    [(row.id, rec.source, row.text_hash, row.text, row.meta) for row in chunk_rows],
                 )
                 for row in chunk_rows:
-                    cjk = 2 * sum(1 for t in row.terms if is_cjk_term(t)) >= len(row.terms) > 0
-                    doc = self.db.execute(
-                        "INSERT INTO documents (chunk, source, length, cjk) VALUES (?, ?, ?, ?)",
-                        (row.id, rec.source, len(row.terms), int(cjk)),
-                    ).lastrowid
+                    cjk = (
+                        2 * sum(1 for t in row.terms if t >= "\u3040" and is_cjk_term(t))
+                        >= len(row.terms)
+                        > 0
+                    )
+                    doc += 1
+                    documents.append((doc, row.id, rec.source, len(row.terms), int(cjk)))
                     postings.extend(_postings(doc, row))
+            self.db.executemany(
+                "INSERT INTO documents (doc, chunk, source, length, cjk) VALUES (?, ?, ?, ?, ?)",
+                documents,
+            )
             # In key order, so SQLite appends to its B-tree pages instead of splitting them
             # at random: about 3x faster for a group of a few hundred chunks.
             postings.sort()
@@ -297,6 +341,11 @@ class Manifest:
         except sqlite3.OperationalError:  # a read-only index made before links were kept
             return []
 
+    def chunk_ids(self, source: str) -> dict[str, str]:
+        """{chunk id: text hash} of a file's recorded chunks."""
+        rows = self.db.execute("SELECT id, text_hash FROM chunks WHERE source = ?", (source,))
+        return dict(rows.fetchall())
+
     def chunk_hashes(self, source: str) -> list[str]:
         rows = self.db.execute("SELECT text_hash FROM chunks WHERE source = ?", (source,))
         return [r[0] for r in rows]
@@ -310,17 +359,22 @@ class Manifest:
             )
 
     def forget(self, sources: Iterable[str]) -> None:
+        """Drop these files; their vectors are marked stale, for the next filling of the
+        vector store to delete (searches never return a chunk the manifest lacks)."""
         with self._transaction():
             for source in sources:
                 self.db.execute("DELETE FROM files WHERE source = ?", (source,))
+                self.db.execute("INSERT OR IGNORE INTO stale VALUES (?)", (source,))
                 self._drop(source)
             self._bump()
 
     def forget_all(self) -> None:
+        """Drop every file; the vector store is emptied by the next filling (`reset`)."""
         with self._transaction():
-            for table in ("files", "chunks", "postings", "documents", "links"):
+            for table in ("files", "chunks", "postings", "documents", "links", "stale"):
                 self.db.execute(f"DELETE FROM {table}")
             self.db.execute("DELETE FROM meta WHERE key = 'gate'")
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('reset_vectors', '1')")
             self._bump()
 
     # --- keyword search ---------------------------------------------------------------
@@ -597,6 +651,162 @@ class Manifest:
         ).fetchone()
         return cjk / total if total else 0.0
 
+    # --- chunks and their vectors ---------------------------------------------------
+    # Indexing has two phases: every file's chunks, texts and postings are recorded first
+    # (the folder is searchable by keyword), then the vector store is filled. `vector` on
+    # a chunk says whether the store holds its vector (and, for a CJK chunk with a second
+    # model, its second vector) for exactly this text: 0 until the filling stores it.
+
+    def _has_chunk_columns(self) -> bool:
+        return any(row[1] == "vector" for row in self.db.execute("PRAGMA table_info(chunks)"))
+
+    def _add_chunk_columns(self) -> None:
+        """Indexes made before chunks kept their text get the columns, empty; their
+        fingerprint (LAYOUT in indexer.py) differs, so the next sync records every file."""
+        if not self._has_chunk_columns():
+            with self._transaction():
+                if not self._has_chunk_columns():
+                    for column in ("text TEXT", "meta TEXT"):
+                        self.db.execute(
+                            f"ALTER TABLE chunks ADD COLUMN {column} NOT NULL DEFAULT ''"
+                        )
+                    self.db.execute(
+                        "ALTER TABLE chunks ADD COLUMN vector INTEGER NOT NULL DEFAULT 0"
+                    )
+        self.db.execute(
+            "CREATE INDEX IF NOT EXISTS chunks_pending ON chunks (source) WHERE vector = 0"
+        )
+
+    def vectors_kept(self) -> bool:
+        """Whether this manifest says which chunks have vectors (a read-only index from
+        older code does not: its store is then taken as complete)."""
+        return self._has_chunk_columns()
+
+    def embedded(self) -> int:
+        """How many chunks the vector store holds vectors of."""
+        if not self.vectors_kept():
+            return self.total_chunks()
+        return self.db.execute("SELECT COUNT(*) FROM chunks WHERE vector = 1").fetchone()[0]
+
+    def pending(self, sources: Iterable[str] | None = None) -> int:
+        """How many chunks (of these sources) still wait for their vectors."""
+        if not self.vectors_kept():
+            return 0
+        if sources is None:
+            return self.db.execute("SELECT COUNT(*) FROM chunks WHERE vector = 0").fetchone()[0]
+        return sum(
+            self.db.execute(
+                "SELECT COUNT(*) FROM chunks WHERE vector = 0 AND source = ?", (s,)
+            ).fetchone()[0]
+            for s in set(sources)
+        )
+
+    def pending_sources(
+        self, chunks: int, among: Iterable[str] | None = None, skip: Iterable[str] = ()
+    ) -> list[str]:
+        """The next files to fill, whole files in the order they were recorded, until they
+        hold at least `chunks` pending chunks (one file at least, however big)."""
+        wanted = None if among is None else set(among)
+        skipped = set(skip)
+        rows = self.db.execute(
+            "SELECT source, COUNT(*), MIN(rowid) AS first FROM chunks WHERE vector = 0 "
+            "GROUP BY source ORDER BY first"
+        )
+        picked: list[str] = []
+        total = 0
+        for source, count, _ in rows:
+            if wanted is not None and source not in wanted or source in skipped:
+                continue
+            picked.append(source)
+            total += count
+            if total >= chunks:
+                break
+        return picked
+
+    def chunks_of(self, sources: Iterable[str]) -> list[Pending]:
+        """These files' chunks, in file order."""
+        found = []
+        for source in sources:
+            rows = self.db.execute(
+                "SELECT id, source, text_hash, text, meta FROM chunks WHERE source = ? "
+                "ORDER BY rowid",
+                (source,),
+            )
+            found.extend(Pending(i, s, h, t, json.loads(m) if m else {}) for i, s, h, t, m in rows)
+        return found
+
+    def stored(self, ids: list[str]) -> dict[str, tuple[str, dict]]:
+        """Chunks by id: (text, metadata), for those the manifest holds with their text."""
+        if not ids or not self.vectors_kept():
+            return {}
+        found: dict[str, tuple[str, dict]] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(
+                f"SELECT id, text, meta FROM chunks WHERE id IN ({marks}) AND meta != ''", part
+            )
+            found.update((i, (t, json.loads(m))) for i, t, m in rows)
+        return found
+
+    def with_vectors(self, ids: list[str]) -> set[str]:
+        """Which of these chunks the vector store holds for their current text."""
+        if not self.vectors_kept():
+            return set(ids)
+        found: set[str] = set()
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(
+                f"SELECT id FROM chunks WHERE id IN ({marks}) AND vector = 1", part
+            )
+            found.update(r[0] for r in rows)
+        return found
+
+    def filled(self, sources: Iterable[str]) -> None:
+        """The vector store now holds these files' chunks: a commit readers see."""
+        with self._transaction():
+            self.db.executemany(
+                "UPDATE chunks SET vector = 1 WHERE source = ? AND vector = 0",
+                [(s,) for s in sources],
+            )
+            self._bump()
+
+    def unfill(self, sources: Iterable[str] | None = None) -> None:
+        """These files' chunks (None: all) wait for their vectors again: the store lost
+        them, or a model changed."""
+        with self._transaction():
+            if sources is None:
+                self.db.execute("UPDATE chunks SET vector = 0 WHERE vector = 1")
+            else:
+                self.db.executemany(
+                    "UPDATE chunks SET vector = 0 WHERE vector = 1 AND source = ?",
+                    [(s,) for s in sources],
+                )
+            self._bump()
+
+    def sources_with_cjk(self) -> list[str]:
+        """Files with a chunk holding CJK text (those a second, multilingual model embeds)."""
+        query = f"SELECT DISTINCT source FROM chunks WHERE {_CJK_TEXT} ORDER BY source"
+        return [r[0] for r in self.db.execute(query)]
+
+    def embedded_by_source(self) -> dict[str, int]:
+        """How many chunks with vectors each file has, to compare with the store."""
+        query = "SELECT source, COUNT(*) FROM chunks WHERE vector = 1 GROUP BY source"
+        return dict(self.db.execute(query).fetchall())
+
+    def stale(self) -> list[str]:
+        """Files whose vectors the store may still hold though the manifest dropped them."""
+        return [r[0] for r in self.db.execute("SELECT source FROM stale ORDER BY source")]
+
+    def cleared(self, sources: Iterable[str]) -> None:
+        with self._transaction():
+            self.db.executemany("DELETE FROM stale WHERE source = ?", [(s,) for s in sources])
+
+    def mark_stale(self, sources: Iterable[str]) -> None:
+        with self._transaction():
+            self.db.executemany("INSERT OR IGNORE INTO stale VALUES (?)", [(s,) for s in sources])
+
     # --- embedding cache --------------------------------------------------------------
 
     def cached(self, embedder: str, hashes: list[str]) -> dict[str, np.ndarray]:
@@ -638,18 +848,30 @@ class Manifest:
         return cursor.rowcount
 
     def _transaction(self) -> _Transaction:
-        return _Transaction(self.db)
+        return _Transaction(self.db, self.path.parent)
 
 
 class _Transaction:
-    def __init__(self, db: sqlite3.Connection):
+    """One write; a full disk is said as such (rolled back: nothing half-written)."""
+
+    def __init__(self, db: sqlite3.Connection, folder: Path):
         self.db = db
+        self.folder = folder
 
     def __enter__(self) -> None:
         self.db.execute("BEGIN IMMEDIATE")
 
-    def __exit__(self, kind: object, *_: object) -> None:
-        self.db.execute("ROLLBACK" if kind else "COMMIT")
+    def __exit__(self, kind: object, error: BaseException | None, _: object) -> None:
+        try:
+            self.db.execute("ROLLBACK" if kind else "COMMIT")
+        except sqlite3.Error as exc:
+            error = error or exc
+            if not disk_full(error):
+                raise
+        if error is not None and isinstance(error, sqlite3.Error) and disk_full(error):
+            raise DiskFull(
+                f"the disk holding the index ({self.folder}) is full: free some space and run again"
+            ) from None
 
 
 def _open_read_only(path: Path) -> sqlite3.Connection:

@@ -84,6 +84,7 @@ class SearchResult(TypedDict):
 
 class SearchResults(TypedDict):
     query: str
+    retriever: str  # "hybrid", or "keyword" while the vectors are still being stored
     results: list[SearchResult]
 
 
@@ -110,6 +111,7 @@ class AskResult(TypedDict):
     rerank_ms: float | None
     query: str
     llm_error: str | None
+    retriever: str
 
 
 class NoteText(TypedDict):
@@ -142,6 +144,8 @@ class IndexStatus(TypedDict):
     dimension: int
     index_dir: str
     last_sync: str | None
+    chunks_embedded: int  # chunks whose vectors are stored; the rest are found by keyword
+    keyword_ready: bool  # every note is recorded for keyword search
     syncing: bool  # this server's start-up sync, or any process's update, is running
     watching: bool  # changes saved in the folder reach the index as they happen
 
@@ -247,7 +251,9 @@ class Notes:
 
     def _start(self) -> None:
         try:
-            report = self.index.sync_to_read(console.SyncProgress(), warn=console.warning)
+            report = self.index.sync_to_read(
+                console.SyncProgress(), warn=console.warning, background=True
+            )
             if report is not None:
                 console.show_sync(report, self.settings.knowledge_dir, self.settings.include)
         except AskmdError as exc:
@@ -265,6 +271,8 @@ class Notes:
     def stop(self) -> None:
         if self.watcher is not None:
             self.watcher.stop()
+        if self.index.filler is not None:
+            self.index.filler.stop()
 
     def ready(self) -> None:
         """Before a read: the start-up sync is over, and without a watcher the index is
@@ -296,7 +304,7 @@ class Notes:
             filters = pipeline.filters(source, heading_level, tags=tags)
             self.ready()
             hits = self.index.search(query, k, filters=filters)
-            return {"query": query, "results": [h.to_json() for h in hits]}
+            return pipeline.search_json(query, hits)
 
     def ask(self, question: Query, k: K = 5, tags: list[str] | None = None) -> AskResult:
         """Answer a question from the notes, with [n] citations checked against the

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import answer
 import index_home
@@ -34,10 +35,20 @@ import retriever
 import vault
 from errors import AskmdError, BadRequest
 from manifest import Manifest
-from rwlock import ReadWriteLock, WriterLock
+from rwlock import ReadWriteLock, WriterLock, file_lock
 from settings import Settings
 from store import Store
 
+if TYPE_CHECKING:
+    from filler import Filler
+
+# A one-shot search or question stores up to this many missing vectors first (a minute or
+# so with the local model); more, and it answers by keyword at once and says so.
+FOREGROUND_CHUNKS = 1000
+# A REPL, serve or mcp, which can store vectors in the background, waits for this many at
+# most (about 15 s with the local model) before it is ready.
+FOREGROUND_CHUNKS_LIVE = 256
+FOREGROUND_NOTES = 20  # a sync of at most this many notes embeds them itself, filler or not
 WRITE_WAIT_SECONDS = 60.0  # a change waits this long for another process's update
 READ_WAIT_SECONDS = 3.0  # a search or question waits this long, then reads the index as it is
 
@@ -66,6 +77,15 @@ def filters(
     return retriever.Filters(source=source or "", heading_level=heading_level or 0, tags=wanted)
 
 
+def search_json(query: str, hits: list[retriever.Hit]) -> dict:
+    """The `search --json` object: the query, what ranked the results, the results."""
+    return {
+        "query": query,
+        "retriever": getattr(hits, "retriever", "hybrid"),
+        "results": [h.to_json() for h in hits],
+    }
+
+
 def check_length(text: str, what: str = "the question") -> None:
     """Refuse a question or query longer than any interface accepts, in one line."""
     if len(text) > answer.MAX_QUESTION_CHARS:
@@ -89,6 +109,7 @@ class Index:
     lock: ReadWriteLock = field(default_factory=ReadWriteLock, init=False, repr=False)
     _local: threading.local = field(default_factory=threading.local, init=False, repr=False)
     _seen: int | None = field(default=None, init=False, repr=False)  # generation read from
+    filler: Filler | None = field(default=None, init=False, repr=False)  # background vectors
 
     @cached_property
     def read_only(self) -> bool:
@@ -179,6 +200,7 @@ class Index:
         wait: float = WRITE_WAIT_SECONDS,
         on_wait: Callable[[str], None] | None = None,
         queue: float | None = None,
+        vectors: bool | None = None,
     ) -> indexer.SyncReport:
         """Bring the index in step with the folder: the one door for every change to it.
 
@@ -191,6 +213,11 @@ class Index:
         (None: its turn, however long) and then raises Busy. Finding that nothing changed
         takes no lock file; to write, a sync waits up to `wait` seconds for another
         process's update (said once through `on_wait`), then raises IndexBusy.
+
+        `vectors` says whether the vector phase runs here too (True), or only the keyword
+        phase (False: `index --keyword-only`, or a caller that starts `fill_in_background`).
+        None: all of it, unless a background filler runs: then just the vectors of the
+        notes in `paths` (a watcher's few saved notes), and the filler does the rest.
         """
         if self.read_only:
             raise AskmdError(
@@ -201,8 +228,10 @@ class Index:
         # as this folder's before anything is written into it.
         index_home.check_owner(self.settings.index_dir, self.settings.knowledge_dir, rebuild)
         index_home.record_owner(self.settings.index_dir, self.settings.knowledge_dir)
+        if vectors is None:
+            vectors = self._foreground_vectors(paths)
         with self.writer.turn(queue):
-            return indexer.sync(
+            report = indexer.sync(
                 self.settings,
                 self.store,
                 self.manifest,
@@ -214,7 +243,61 @@ class Index:
                 on_wait=on_wait,
                 locked=self.follow,
                 paths=paths,
+                vectors=vectors,
             )
+        if self.filler is not None:
+            self.filler.wake()
+        return report
+
+    def _foreground_vectors(self, paths: list[str] | None) -> bool | list[str]:
+        """What a sync embeds itself: everything, unless a background filler runs; then
+        only the notes it was given, when they are few (a folder, or many notes, are the
+        filler's)."""
+        if self.filler is None or not self.filler.running:
+            return True
+        if paths is None or len(paths) > FOREGROUND_NOTES:
+            return False
+        sources = indexer.sources_of(self.settings, paths)
+        return sorted(sources) if sources else False
+
+    def fill_in_background(self, on_error: Callable[[str], None] = lambda message: None) -> None:
+        """Store the missing vectors on a background thread, a small group at a time,
+        while searches rank by keyword; `on_error` hears once why it stopped, if it fails."""
+        if self.read_only or self.filler is not None:
+            return
+        from filler import Filler
+
+        self.filler = Filler(self, on_error)
+        self.filler.start()
+
+    def fill_some(self, chunks: int, stop: Callable[[], bool]) -> bool:
+        """Store the vectors of about `chunks` more chunks (whole notes); True while more
+        wait. Waits for nobody: Busy when another thread of this process is writing,
+        IndexBusy when another process is."""
+        with self.writer.turn(0):
+            if not indexer.needs_filling(self.settings, self.manifest):
+                return False
+            with file_lock(self.settings.index_dir):
+                self.follow()
+                indexer.fill(
+                    self.settings,
+                    self.store,
+                    self.manifest,
+                    lambda: self.embedder,
+                    commit=self._commit,
+                    chunks=chunks,
+                    stop=stop,
+                )
+            return indexer.needs_filling(self.settings, self.manifest)
+
+    def filling(self) -> dict:
+        """How far the vectors are: {"chunks", "chunks_embedded", "keyword_ready"}."""
+        m = self.manifest
+        return {
+            "chunks": m.total_chunks(),
+            "chunks_embedded": m.embedded(),
+            "keyword_ready": bool(m.get("gate")),
+        }
 
     @contextmanager
     def writing(
@@ -238,19 +321,44 @@ class Index:
         self,
         progress: indexer.Progress | None = None,
         warn: Callable[[str], None] = lambda message: None,
+        background: bool = False,
     ) -> indexer.SyncReport | None:
         """Sync before answering, unless another process is updating the index: then wait
         READ_WAIT_SECONDS at most and answer from the index as it is (None, after one
         `warn`), since a search needs no writer lock. A read-only index folder is not
-        synced at all (one `warn`)."""
+        synced at all (one `warn`).
+
+        With `background` (a REPL, a server: they stay up) only the keyword phase runs
+        here and the vectors are stored by `fill_in_background`, so the first question is
+        answered as soon as every note is chunked, ranked by keyword until the vectors
+        are in."""
         if self.read_only:
             warn("the index folder is read-only: searching it as it is")
             return None
         try:
-            return self.sync(progress=progress, wait=READ_WAIT_SECONDS)
+            report = self.sync(progress=progress, wait=READ_WAIT_SECONDS, vectors=False)
+            waiting = self.manifest.pending()
+            if self.filler is not None:
+                pass  # the background filler stores them
+            elif waiting <= (FOREGROUND_CHUNKS_LIVE if background else FOREGROUND_CHUNKS):
+                if indexer.needs_filling(self.settings, self.manifest):
+                    filled = self.sync(progress=progress, wait=READ_WAIT_SECONDS, vectors=True)
+                    report.chunks_embedded += filled.chunks_embedded
+                    report.embed_seconds += filled.embed_seconds
+                    report.seconds += filled.seconds
+                    report.warnings.extend(filled.warnings)
+                    report.chunks_waiting = filled.chunks_waiting
+            elif not background:
+                warn(
+                    f"{waiting:,} chunks wait for their vectors: ranking by keyword until "
+                    "python rag.py index (or the REPL, or serve) has stored them"
+                )
         except indexer.IndexBusy as exc:
             warn(f"pid {exc.holder} is updating the index; answering from the index as it is")
-            return None
+            report = None
+        if background:
+            self.fill_in_background(warn)
+        return report
 
     @contextmanager
     def _commit(self) -> Iterator[None]:
@@ -330,12 +438,15 @@ class Index:
         checked against the passages of the last search (the one answered from)."""
         check_length(question)
         found: list[retriever.Hit] = []
+        ranked_by = ["hybrid"]
         reranker = rerank.from_settings(self.settings, self.chat)
         depth = max(k, rerank.DEPTH) if reranker else k  # a reranker reads more, keeps k
         restate = rerank.search_rewrite(self.settings, self.chat)
 
         def search(query: str) -> list[retriever.Hit]:
-            found[:] = self.search(restate(query) if restate else query, depth, filters=filters)
+            hits = self.search(restate(query) if restate else query, depth, filters=filters)
+            ranked_by[0] = getattr(hits, "retriever", "hybrid")
+            found[:] = hits
             if searched is not None:
                 searched(query, list(found))
             return list(found)
@@ -349,7 +460,7 @@ class Index:
             assert show is not None
             return show(pieces, len(found))
 
-        return answer.ask(
+        result = answer.ask(
             question,
             history,
             search,
@@ -357,6 +468,8 @@ class Index:
             show=stream if show else None,
             rerank=reorder if reranker else None,
         )
+        result.retriever = ranked_by[0]
+        return result
 
     def stats(self) -> dict:
         stats = {
@@ -369,6 +482,9 @@ class Index:
             "last_sync": None,
             "links": 0,
             "broken_links": 0,
+            "chunks_embedded": 0,
+            "keyword_ready": False,
+            "collection": self.settings.collection,
         }
         if not (self.settings.index_dir / manifest_file.MANIFEST).exists():
             return stats  # nothing indexed yet; do not create an index just to say so
@@ -380,6 +496,8 @@ class Index:
             embedder=m.get("embedder") or stats["embedder"],
             dimension=int(m.get("dimension") or 0),
             last_sync=m.get("last_sync"),
+            chunks_embedded=m.embedded(),
+            keyword_ready=bool(m.get("gate")),
         )
         found = self.link_graph()
         stats.update(links=len(found), broken_links=sum(1 for k in found if k.to is None))

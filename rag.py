@@ -91,7 +91,10 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
     index = Index(settings)
     with _kept_on_ctrl_c(index):
         report = index.sync(
-            rebuild=args.rebuild, progress=console.SyncProgress(), on_wait=console.warning
+            rebuild=args.rebuild,
+            progress=console.SyncProgress(),
+            on_wait=console.warning,
+            vectors=not args.keyword_only,
         )
     if args.json:
         console.print_json(report.to_json())
@@ -121,7 +124,7 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         show_sync(index, report)
     hits = index.search(args.query, args.k or settings.top_k, filters=filters)
     if args.json:
-        console.print_json({"query": args.query, "results": [h.to_json() for h in hits]})
+        console.print_json(pipeline.search_json(args.query, hits))
     else:
         console.show_hits(hits, args.query)
     return 0
@@ -183,7 +186,8 @@ def _kept_on_ctrl_c(index: Index) -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt:
-        console.interrupted(index.stats()["chunks"])
+        stats = index.stats()
+        console.interrupted(stats["chunks"], stats["chunks_embedded"])
         raise
 
 
@@ -289,16 +293,19 @@ def cmd_repl(args: argparse.Namespace, settings: Settings) -> int:
     """The interactive loop: sync first (the MD5 check), then questions."""
     index = Index(settings, loading=console.status)
     with _kept_on_ctrl_c(index):
-        show_sync(index, index.sync_to_read(console.SyncProgress(), warn=console.warning))
+        report = index.sync_to_read(console.SyncProgress(), warn=console.warning, background=True)
+        show_sync(index, report)
     talk = Conversation([])
     live = _live(index)
     interactive = sys.stdin.isatty()
     if interactive:
         _enable_history(settings.index_dir / "history")
         folder, where = settings.knowledge_dir.resolve(), settings.index_dir
+        filling = index.filling()  # read first: the prompt follows the banner at once
         console.notice(
             f"askmd over {folder}/ (index in {where}/) — /help for commands, /quit to leave"
         )
+        console.show_filling(filling)
     try:
         while True:
             try:
@@ -322,6 +329,8 @@ def cmd_repl(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         if live is not None:  # no sync may be half-way when the interpreter shuts down
             live.watcher.stop(timeout=LEAVE_WAIT_SECONDS)
+        if index.filler is not None:  # the group in flight ends; the rest waits for next time
+            index.filler.stop(timeout=LEAVE_WAIT_SECONDS)
 
 
 LEAVE_WAIT_SECONDS = 30  # leaving the REPL waits this long for the watcher's sync to end
@@ -370,6 +379,7 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
     elif word == "/stats":
         console.show_stats(index.stats())
     elif word == "/debug":
+        console.show_filling(index.filling())
         if not rest.strip():
             raise AskmdError("/debug needs a question, e.g. /debug how do I rotate the keys?")
         query, hits = answer.resolve(  # as a question here would be searched, without a model
@@ -387,6 +397,7 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
     elif word.startswith("/"):
         raise AskmdError(f"unknown command {word}; /help lists the commands")
     else:
+        console.show_filling(index.filling())
         result = index.ask(line, talk.turns, index.settings.top_k, show=stream_answer)
         console.show_answer(result, hint=talk.last is None)
         talk.last = result
@@ -485,6 +496,11 @@ def build_parser() -> argparse.ArgumentParser:
         "files; deleted files leave the index.",
     )
     index.add_argument("--rebuild", action="store_true", help="rebuild from scratch")
+    index.add_argument(
+        "--keyword-only",
+        action="store_true",
+        help="stop once every note is searchable by keyword; the vectors are stored later",
+    )
     index.add_argument("--json", action="store_true", help="print the report as JSON")
     index.set_defaults(run=cmd_index)
 

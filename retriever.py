@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 
 MIN_POOL = 100  # candidates asked of each retriever, at least; filters may thin them
 MODES = ("hybrid", "dense", "keyword")
+# While the vector store is being filled (keyword-first indexing), how hybrid ranks: see
+# `_partial`; chosen on SciFact and CMRC with the store 0-100% filled (BENCHMARKS.md).
+PARTIAL_RULES = ("keyword", "present", "alone", "neutral")
+PARTIAL = "keyword"
 CJK_QUERY = 0.3  # share of a query's letters that makes it a Chinese/Japanese query
 # The dense share of the blend (alpha) for (Latin-script, CJK) queries, per embedder: kept
 # with each model in embedding_models.MODELS, where the measurements are cited.
@@ -87,6 +91,19 @@ class Filters:
         return not self.heading_level or level <= self.heading_level
 
 
+class Ranked(list):
+    """Hits, best first, and which retriever ranked them ("hybrid", "keyword", "dense"):
+    a hybrid search is ranked by keyword alone while the vectors are still being stored."""
+
+    retriever: str = "hybrid"
+
+
+def _ranked(hits: list[Hit], retriever: str) -> Ranked:
+    ranked = Ranked(hits)
+    ranked.retriever = retriever
+    return ranked
+
+
 def is_cjk_query(query: str) -> bool:
     return cjk_share(query) >= CJK_QUERY
 
@@ -106,7 +123,8 @@ def search(
     *,
     mode: str = "hybrid",
     filters: Filters | None = None,
-) -> list[Hit]:
+    partial: str | None = None,
+) -> Ranked:
     """The k best chunks for the query, best first.
 
     Hybrid: each retriever's scores are min-max scaled over its candidates, then blended,
@@ -115,36 +133,50 @@ def search(
     on both measured sets because it keeps *how much* better the first hit is. `score` is
     the blend scaled to 0..1 (1: first in every retriever that returned anything); in
     "dense" mode the cosine similarity, in "keyword" mode BM25 over the best BM25.
+
+    While the vector store is being filled, `partial` (default PARTIAL) says how hybrid
+    ranks; dense search never returns a chunk whose vector is not stored for its text.
     """
     if not query.strip() or k <= 0:
-        return []
+        return _ranked([], mode)
     filters = filters or Filters()
     filtered = filters != Filters()
     pool = max(MIN_POOL, 4 * k) * (4 if filtered else 1)
+    filling = manifest.pending() > 0
+    rule = PARTIAL if partial is None else partial
+    if mode == "hybrid" and filling and (rule == "keyword" or not manifest.embedded()):
+        mode = "keyword"  # the vectors are not all stored yet: keyword ranking until done
     dense: list[tuple[str, float]] = []
     dense_by = embedder.id  # the model whose vectors ranked the dense candidates
     known: dict[str, Stored] = {}  # candidates whose text and metadata are already here
     if mode in ("dense", "hybrid"):
         # Unfiltered, only ids and distances: the few that make the top k are fetched later.
         found, dense_by = _nearest(query, embedder, store, pool, filtered)
+        if filling:  # a vector of a file being re-indexed may be of its old text
+            current = manifest.with_vectors([s.id for s in found])
+            found = [s for s in found if s.id in current]
         found = [s for s in found if not filtered or filters.allows(s.metadata)]
         dense = [(s.id, 1.0 - s.distance) for s in found]
         if filtered:
             known = {s.id: s for s in found}
     if mode == "dense":
-        return _hits(_fetch(store, known, dense, k), k)
+        return _ranked(_hits(_fetch(store, manifest, known, dense, k), k), mode)
     keyword = manifest.keyword(content_terms(query), pool, cjk=is_cjk_query(query))
     if filtered:  # filtering needs every candidate's metadata first
-        known.update((s.id, s) for s in store.get([c for c, _ in keyword if c not in known]))
+        missing = [c for c, _ in keyword if c not in known]
+        known.update((s.id, s) for s in _stored(store, manifest, missing))
         keyword = [(c, v) for c, v in keyword if c in known and filters.allows(known[c].metadata)]
     if mode == "keyword":
         best = keyword[0][1] if keyword else 1.0
-        return _hits(_fetch(store, known, [(c, v / best) for c, v in keyword], k), k)
+        scored = [(c, v / best) for c, v in keyword]
+        return _ranked(_hits(_fetch(store, manifest, known, scored, k), k), mode)
     alpha = dense_share(query, dense_by)
-    fused = {c: alpha * v for c, v in _scaled(dense)}
+    scaled_dense = _scaled(dense)
     by_keyword = dict(_scaled(keyword))
-    for c, v in by_keyword.items():
-        fused[c] = fused.get(c, 0.0) + (1 - alpha) * v
+    without = set()
+    if filling:  # keyword candidates the store has no vector of yet
+        without = set(by_keyword) - manifest.with_vectors(list(by_keyword))
+    fused = _blend(scaled_dense, by_keyword, alpha, without, rule)
     top = (alpha * bool(dense) + (1 - alpha) * bool(keyword)) or 1.0
     # Ties go to keyword evidence: min-max gives the best dense candidate 1.0 however
     # weak it is, so the one chunk holding a rare query word (1.0 by keyword, outside the
@@ -153,7 +185,30 @@ def search(
         ((c, v / top) for c, v in fused.items()),
         key=lambda item: (-item[1], -by_keyword.get(item[0], 0.0)),
     )
-    return _hits(_fetch(store, known, ranked, k), k)
+    return _ranked(_hits(_fetch(store, manifest, known, ranked, k), k), "hybrid")
+
+
+def _blend(
+    dense: list[tuple[str, float]],
+    keyword: dict[str, float],
+    alpha: float,
+    without: set[str],
+    rule: str,
+) -> dict[str, float]:
+    """`alpha * dense + (1 - alpha) * keyword` per chunk. A chunk with no vector yet
+    (`without`, while the store fills) gets, by `rule`: "present" 0 from dense, like a
+    chunk dense search did not return; "alone" its keyword score on the blend's whole
+    scale; "neutral" the median scaled dense score of the candidates."""
+    fused = {c: alpha * v for c, v in dense}
+    middle = statistics.median(v for _, v in dense) if dense and rule == "neutral" else 0.0
+    for c, v in keyword.items():
+        if c in without and rule == "alone":
+            fused[c] = v
+        elif c in without and rule == "neutral":
+            fused[c] = alpha * middle + (1 - alpha) * v
+        else:
+            fused[c] = fused.get(c, 0.0) + (1 - alpha) * v
+    return fused
 
 
 def _nearest(
@@ -206,15 +261,31 @@ def _merge(lists: list[list[Stored]]) -> list[Stored]:
 
 
 def _fetch(
-    store: Store, known: dict[str, Stored], ranked: list[tuple[str, float]], k: int
+    store: Store,
+    manifest: Manifest,
+    known: dict[str, Stored],
+    ranked: list[tuple[str, float]],
+    k: int,
 ) -> list[tuple[Stored, float]]:
-    """The chunks of the best-ranked ids, fetching from the store only those that may make
-    the top k (a few spare for pieces the collapse drops), not the whole candidate pool."""
+    """The chunks of the best-ranked ids, fetching only those that may make the top k (a
+    few spare for pieces the collapse drops), not the whole candidate pool."""
     wanted = ranked[: 3 * k]
     missing = [c for c, _ in wanted if c not in known]
     if missing:
-        known.update((s.id, s) for s in store.get(missing))
+        known.update((s.id, s) for s in _stored(store, manifest, missing))
     return [(known[c], v) for c, v in wanted if c in known]
+
+
+def _stored(store: Store, manifest: Manifest, ids: list[str]) -> list[Stored]:
+    """Chunks by id, from the manifest, which holds every indexed chunk's text whether its
+    vector is stored yet or not; an index from older code keeps them only in the store.
+    An id the manifest does not have (a file deleted since) is left out."""
+    from store import Stored
+
+    if not manifest.vectors_kept():
+        return store.get(ids)
+    found = manifest.stored(ids)
+    return [Stored(i, found[i][0], found[i][1], 1.0) for i in ids if i in found]
 
 
 def _scaled(scored: list[tuple[str, float]]) -> list[tuple[str, float]]:

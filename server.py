@@ -46,7 +46,7 @@ def serve(settings: Settings, host: str, port: int) -> int:
     sock = _bind(host, port)
     index = Index(settings)
     # A read-only index folder is served as it is (ingest and DELETE then refuse).
-    report = index.sync_to_read(console.SyncProgress(), warn=console.warning)
+    report = index.sync_to_read(console.SyncProgress(), warn=console.warning, background=True)
     if report is not None:
         console.show_sync(report, settings.knowledge_dir, settings.include)
     with console.status("loading the models"):
@@ -77,6 +77,8 @@ def serve(settings: Settings, host: str, port: int) -> int:
     finally:
         if watcher is not None:
             watcher.stop()
+        if index.filler is not None:
+            index.filler.stop()
     return 0
 
 

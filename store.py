@@ -46,6 +46,8 @@ from chunker import Chunk
 from embedding_models import collection_name
 from errors import AskmdError, Damaged, DiskFull, IndexBusy, disk_full
 
+# Chroma's client start is not safe to run twice at once in one process.
+_CONNECTING = threading.RLock()
 FULL_BELOW = 16 * 2**20  # free bytes under which a failed local write is a full disk
 KEEP_BROKEN = 2  # damaged Chroma folders kept for inspection; older ones are deleted
 LEASE_SECONDS = 180.0  # a server collection's writer lease lasts this long unless renewed
@@ -223,6 +225,10 @@ class Store:
     def _connect(self):
         if self._owner is not None:
             return self._owner._connect()
+        with _CONNECTING:  # two threads (a search, the background filler) may start together
+            return self._connect_once()
+
+    def _connect_once(self):
         if self._client is None:
             import chromadb  # slow to import (~1-2 s): only when the store is really used
             from chromadb.config import Settings as ChromaSettings
@@ -494,18 +500,24 @@ class Store:
 
     def source_counts(self) -> dict[str, int]:
         """How many chunks each source has in the store (pages through all metadata)."""
-        counts: dict[str, int] = {}
+        return {source: len(chunks) for source, chunks in self.chunk_hashes().items()}
+
+    def chunk_hashes(self) -> dict[str, dict[str, str]]:
+        """{source: {chunk id: text hash}} of every chunk in the store (pages through all
+        metadata): what lets a sync adopt vectors another machine stored for the same text."""
+        found: dict[str, dict[str, str]] = {}
         page = 5000
         offset = 0
         while True:
             batch = self._call(
                 self.collection.get, include=["metadatas"], limit=page, offset=offset
             )
-            for meta in batch["metadatas"] or []:
-                source = (meta or {}).get("source", "")
-                counts[source] = counts.get(source, 0) + 1
+            for chunk_id, meta in zip(batch["ids"], batch["metadatas"] or [], strict=False):
+                meta = meta or {}
+                source = str(meta.get("source", ""))
+                found.setdefault(source, {})[chunk_id] = str(meta.get("text_hash", ""))
             if len(batch["ids"]) < page:
-                return counts
+                return found
             offset += page
 
     def delete(self, sources: Sequence[str]) -> None:

@@ -88,6 +88,7 @@ ASK_JSON_FIELDS = [
     "rerank_ms",
     "query",
     "llm_error",
+    "retriever",
 ]
 
 

@@ -194,7 +194,7 @@ def test_stats_is_the_same_object_as_the_stats_json_command(plain: Server) -> No
     stats = served.json()
     assert list(stats) == [
         "knowledge_dir", "files", "chunks", "embedder", "dimension", "index_dir", "last_sync",
-        "links", "broken_links",
+        "links", "broken_links", "chunks_embedded", "keyword_ready", "collection",
     ]  # fmt: skip
     assert stats["files"] == 2 and stats["chunks"] == 3 and stats["dimension"] > 0
 
@@ -221,7 +221,7 @@ def test_search_answers_with_the_search_json_object_best_first(api: httpx.Client
     response = api.post("/api/v1/search", json={"query": "which port does the API listen on"})
     assert response.status_code == 200
     body = response.json()
-    assert list(body) == ["query", "results"]
+    assert list(body) == ["query", "retriever", "results"] and body["retriever"] == "hybrid"
     assert body["query"] == "which port does the API listen on"
     results = body["results"]
     fields = ["rank", "score", "source", "heading_chain", "line_start", "line_end"]

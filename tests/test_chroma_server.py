@@ -179,7 +179,6 @@ def test_stats_names_the_collection(server, run_rag, tmp_path) -> None:
     assert json.loads(shown.stdout)["collection"] == index_home.default_collection(kb)
 
 
-@pytest.mark.xfail(strict=True, reason="the indexer does not call Store.claim/release yet")
 def test_a_second_writer_is_refused_in_one_line_and_changes_nothing(server, run_rag, tmp_path):
     kb = write_notes(tmp_path / "kb", NOTES)
     env = {

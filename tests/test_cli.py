@@ -159,6 +159,7 @@ def test_index_search_stats_json(run_rag, kb: Path, embed_server) -> None:
         "chunks_embedded": 3,
         "chunks_deleted": 0,
         "chunks_total": 3,
+        "chunks_waiting": 0,
         "rebuilt": False,
         "rebuild_reason": "",
     }
@@ -167,7 +168,7 @@ def test_index_search_stats_json(run_rag, kb: Path, embed_server) -> None:
     found = run_rag(*where, "search", "port of the API", "-k", "2", "--json", **env)
     assert found.returncode == 0, found.stderr
     data = json.loads(found.stdout)
-    assert data["query"] == "port of the API"
+    assert data["query"] == "port of the API" and data["retriever"] == "hybrid"
     assert [r["rank"] for r in data["results"]] == [1, 2]
     assert set(data["results"][0]) == {
         "rank", "score", "source", "heading_chain", "line_start", "line_end", "page_start",
@@ -190,6 +191,9 @@ def test_index_search_stats_json(run_rag, kb: Path, embed_server) -> None:
         "knowledge_dir": str(kb.resolve()),
         "links": 0,
         "broken_links": 0,
+        "chunks_embedded": 3,
+        "keyword_ready": True,
+        "collection": "askmd",
     }
     assert got["last_sync"].startswith("20")
 
@@ -269,6 +273,9 @@ def test_stats_before_any_index_creates_nothing(run_rag, tmp_path: Path) -> None
         "last_sync": None,
         "links": 0,
         "broken_links": 0,
+        "chunks_embedded": 0,
+        "keyword_ready": False,
+        "collection": "askmd",
     }
     assert not (tmp_path / "ix").exists()
 

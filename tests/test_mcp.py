@@ -104,6 +104,7 @@ def test_in_process_search_returns_the_search_json_as_structured_content(index) 
     hits = index.search("which port does the API listen on", 2)
     assert found == {
         "query": "which port does the API listen on",
+        "retriever": "hybrid",
         "results": [h.to_json() for h in hits],
     }
     assert {
@@ -306,7 +307,7 @@ def test_stdio_lists_tools_and_note_resources(shared) -> None:
     assert [t.name for t in tools] == READ_TOOLS
     search = next(t for t in tools if t.name == "search_notes")
     assert search.input_schema["properties"]["k"]["maximum"] == mcp_server.MAX_K
-    assert list(search.output_schema["properties"]) == ["query", "results"]
+    assert list(search.output_schema["properties"]) == ["query", "retriever", "results"]
     resources = session.do(lambda c: c.list_resources()).resources
     uris = [str(r.uri) for r in resources]
     assert uris == ["notes://list", "note://bread.md", "note://guides/ports.md", "note://long.md"]

@@ -320,8 +320,11 @@ def test_index_progress_counts_files_and_ctrl_c_says_what_was_kept(tmp_path, ser
         child.expect(pexpect.EOF, timeout=10)
         child.close()
         assert child.exitstatus == 130
-        kept = re.search(r"interrupted: (\d+) chunks? kept, run again to continue", said)
-        assert kept and int(kept.group(1)) < 300, said
+        kept = re.search(
+            r"interrupted: (\d+) chunks? kept \(([\d,]+) with vectors\), run again to continue",
+            said,
+        )
+        assert kept and int(kept.group(1)) == 300 and int(kept.group(2)) < 300, said
     finally:
         if child.isalive():
             child.terminate(force=True)

@@ -271,12 +271,23 @@ function openReference(turnNode, n) {
 
 // --- stats, token, notes ---------------------------------------------------------------
 
+function fillingStatus(stats) {
+  const percent = Math.floor((100 * stats.chunks_embedded) / Math.max(1, stats.chunks));
+  return `vectors ${percent}% — keyword ranking until done`;
+}
+
 async function refreshStats() {
   try {
     const stats = await (await api("/api/v1/stats")).json();
     const model = stats.embedder.replace(/^local:/, "");
     const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
-    $("stats").textContent = `${plural(stats.files, "note")} · ${plural(stats.chunks, "chunk")} · ${model}`;
+    let text = `${plural(stats.files, "note")} · ${plural(stats.chunks, "chunk")} · ${model}`;
+    if (stats.chunks_embedded < stats.chunks) {
+      // The vectors are still being stored: say so, and look again until they are all in.
+      text += ` · ${fillingStatus(stats)}`;
+      setTimeout(refreshStats, 5000);
+    }
+    $("stats").textContent = text;
   } catch (error) {
     $("stats").textContent = error.status === 401 ? "token needed" : `stats unavailable: ${error.message}`;
   }

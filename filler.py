@@ -1,0 +1,67 @@
+"""Store an index's missing vectors on a background thread, while it answers by keyword.
+
+A REPL, `serve` and `mcp` stay up, so they need not wait for every vector before the
+first question: the sync records every note's chunks and keyword postings (minutes for
+a big folder), and this thread embeds the rest a small group of notes at a time (hours,
+on a laptop, for a 200 MB folder). Each group is one commit and takes the writer only
+for its own time, so a note saved meanwhile is taken in between; a crash or kill loses
+at most the group in flight, whose vectors the embedding cache already holds.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from errors import AskmdError, Busy, IndexBusy
+
+if TYPE_CHECKING:
+    from pipeline import Index
+
+GROUP_CHUNKS = 64  # chunks per group: a saved note waits at most one group (seconds)
+IDLE_SECONDS = 30.0  # with nothing to do, look again this often (another process's sync)
+BUSY_SECONDS = 2.0  # another process is writing: try again after this long
+
+
+class Filler:
+    def __init__(self, index: Index, on_error: Callable[[str], None]) -> None:
+        self.index = index
+        self.on_error = on_error
+        self.error: str | None = None
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="askmd-filler", daemon=True)
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def wake(self) -> None:
+        """A sync recorded notes: their vectors are wanted."""
+        self._wake.set()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Finish the group in flight (its vectors are cached either way), then stop."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                more = self.index.fill_some(GROUP_CHUNKS, self._stop.is_set)
+            except (Busy, IndexBusy):  # another writer (a saved note, another process) first
+                self._stop.wait(BUSY_SECONDS)
+                continue
+            except AskmdError as exc:  # a full disk, a model that will not load: said once
+                self.error = str(exc)
+                self.on_error(f"storing vectors stopped: {exc}")
+                return
+            if not more:
+                self._wake.wait(IDLE_SECONDS)
+                self._wake.clear()
