@@ -11,6 +11,7 @@ or decomposed accents meet.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -70,7 +71,8 @@ def terms(text: str, *, drop_stopwords: bool = False) -> list[str]:
     ['run', 'docker-compose', 'docker', 'compose', 'up', '配置', '置文', '文件']
     """
     out: list[str] = []
-    for match in _TOKEN.finditer(unicodedata.normalize("NFKC", text)):
+    plain = text if text.isascii() else unicodedata.normalize("NFKC", text)  # ASCII: as is
+    for match in _TOKEN.finditer(plain):
         token = match.group()
         if _CJK.match(token):
             if len(token) == 1:
@@ -78,14 +80,22 @@ def terms(text: str, *, drop_stopwords: bool = False) -> list[str]:
             else:
                 out.extend(token[i : i + 2] for i in range(len(token) - 1))
             continue
-        token = token.lower()
-        parts = [p for p in _PARTS.split(token) if p]
-        if len(parts) > 1:
-            out.append(token)
-            out.extend(stem(p) for p in parts if not (drop_stopwords and p in STOPWORDS))
-        elif not (drop_stopwords and token in STOPWORDS):
-            out.append(stem(token))
+        out.extend(_word_terms(token, drop_stopwords))
     return out
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def _word_terms(token: str, drop_stopwords: bool) -> tuple[str, ...]:
+    """The terms of one Latin-script token. Cached: words repeat, and indexing a big
+    folder spends most of its keyword time here otherwise."""
+    token = token.lower()
+    parts = [p for p in _PARTS.split(token) if p]
+    if len(parts) > 1:
+        kept = (stem(p) for p in parts if not (drop_stopwords and p in STOPWORDS))
+        return (token, *kept)
+    if drop_stopwords and token in STOPWORDS:
+        return ()
+    return (stem(token),)
 
 
 def content_terms(text: str) -> list[str]:
