@@ -142,6 +142,7 @@ def test_the_repl_banner_names_the_folder_and_its_index(tmp_path) -> None:
     try:
         child.expect_exact(f"askmd over {kb}/ (index in ")
         child.expect(r"askmd/kb-[0-9a-f]{12}/\)")
+        child.expect_exact("› ")  # a Ctrl-D sent before the prompt reads can be lost
         child.sendeof()
         child.expect(pexpect.EOF)
     finally:
