@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING, Protocol
 import chunker
 import embedding_models as models
 import notes
+import prepare
 import terms
 from errors import Damaged, IndexBusy  # noqa: F401 - raised by sync; callers catch it here
-from manifest import FileRecord, Manifest, chunk_row, now
+from manifest import FileRecord, Manifest, now
 from rwlock import file_lock
 from settings import Settings
-from store import Store, chunk_metadata
+from store import Store
 
 if TYPE_CHECKING:  # embedder and numpy load only when something must be embedded
     from embedder import Embedder
@@ -219,7 +220,7 @@ def sync(
                         manifest.forget_all()  # the vector store is emptied by the filling
                     known = {}
                     report.rebuilt = True
-                _record(settings, manifest, known, current, report, progress, commit)
+                _record(_Keywords(settings, manifest, known, current, report, progress, commit))
                 manifest.set(gate=_gate(fp, current), fingerprint=fp,
                              embedder=embedder_id(settings), last_sync=now())  # fmt: skip
                 if report.files_added or report.files_changed:
@@ -236,17 +237,23 @@ def sync(
         progress.finish()
 
 
-def _record(
-    settings: Settings,
-    manifest: Manifest,
-    known: dict[str, FileRecord],
-    current: dict[str, _Current],
-    report: SyncReport,
-    progress: Progress,
-    commit: Callable[[], AbstractContextManager],
-) -> None:
+@dataclass
+class _Keywords:
+    """One sync's keyword phase: what recording every group of files needs, held once."""
+
+    settings: Settings
+    manifest: Manifest
+    known: dict[str, FileRecord]  # as the manifest had the files before this sync
+    current: dict[str, _Current]  # as they are on disk now
+    report: SyncReport
+    progress: Progress
+    commit: Callable[[], AbstractContextManager]
+
+
+def _record(k: _Keywords) -> None:
     """The keyword phase: drop deleted files, record new and changed ones (chunks, texts,
     postings, links), each group of files in one commit."""
+    manifest, known, current, report = k.manifest, k.known, k.current, k.report
     deleted = sorted(s for s in known if s not in current)
     changed = [s for s in current if s in known and known[s].md5 != current[s].md5]
     added = [s for s in current if s not in known and not current[s].kept]
@@ -255,13 +262,13 @@ def _record(
     report.files_unchanged = len(current) - len(added) - len(changed)
     report.files_unchanged -= sum(1 for s in current if current[s].kept and s not in known)
     if deleted:
-        with commit():
+        with k.commit():
             manifest.forget(deleted)
         report.chunks_deleted += sum(known[s].chunks for s in deleted)
     _touch(manifest, known, current)
     if changed:  # their old vectors leave the store before the new ones are stored
         manifest.mark_stale(changed)
-    _index(settings, manifest, known, current, report, progress, commit, added + changed)
+    _index(k, added + changed)
 
 
 def needs_filling(settings: Settings, manifest: Manifest) -> bool:
@@ -611,73 +618,63 @@ class _Writer:
 KEEP_READ_CHARS = 32_000_000
 
 
-def _index(
-    settings: Settings,
-    manifest: Manifest,
-    known: dict[str, FileRecord],
-    current: dict[str, _Current],
-    report: SyncReport,
-    progress: Progress,
-    commit: Callable[[], AbstractContextManager],
-    sources: list[str],
-) -> None:
-    """Chunk and record the given files (texts, postings, links), a group at a time."""
-    root = settings.knowledge_dir
+def _index(k: _Keywords, sources: list[str]) -> None:
+    """Chunk and record the given files (texts, postings, links), a group at a time. A
+    big cold sync prepares the notes in worker processes while this one records them."""
+    settings, progress = k.settings, k.progress
     progress.start(len(sources), 0)
-    group: list[tuple[str, notes.Note, list[chunker.Chunk]]] = []
+    jobs = [
+        prepare.Job(settings.knowledge_dir, s, settings.max_file_bytes, settings.chunk_size,
+                    settings.chunk_overlap)
+        for s in sources
+    ]  # fmt: skip
+    count = prepare.workers()
+    if len(jobs) >= prepare.WORKERS_FROM_NOTES and count:
+        for state in k.current.values():
+            state.note = None  # the workers read the notes themselves
+        ready = prepare.prepared_in_workers(jobs, count)
+    else:
+        ready = (prepare.prepare(job, _take_note(k, job.source)) for job in jobs)
+    group: list[prepare.Prepared] = []
     size = 0
-    for source in sources:
-        state = current[source]
-        note, state.note = state.note, None  # let go of it once chunked
-        if note is None:
-            try:
-                note = notes.read(root, source, settings.max_file_bytes)
-            except notes.Unreadable as exc:
-                report.files_skipped.append(notes.Skipped(source, str(exc)))
-                progress.chunked(0)
-                continue
-        chunks = chunker.split_note(note, settings.chunk_size, settings.chunk_overlap)
-        group.append((source, note, chunks))
-        size += len(chunks)
-        progress.chunked(len(chunks))
+    for done in ready:
+        if done.rows is None:
+            k.report.files_skipped.append(notes.Skipped(done.source, done.error))
+            progress.chunked(0)
+            continue
+        group.append(done)
+        size += len(done.rows)
+        progress.chunked(len(done.rows))
         if size >= GROUP_CHUNKS:
-            _record_group(manifest, known, current, report, commit, group)
+            _record_group(k, group)
             progress.advance(files=len(group))
             group, size = [], 0
     if group:
-        _record_group(manifest, known, current, report, commit, group)
+        _record_group(k, group)
         progress.advance(files=len(group))
 
 
-def _record_group(
-    manifest: Manifest,
-    known: dict[str, FileRecord],
-    current: dict[str, _Current],
-    report: SyncReport,
-    commit: Callable[[], AbstractContextManager],
-    group: list[tuple[str, notes.Note, list[chunker.Chunk]]],
-) -> None:
+def _take_note(k: _Keywords, source: str) -> notes.Note | None:
+    """The note as read while hashing, if it was kept; let go of once taken."""
+    state = k.current[source]
+    note, state.note = state.note, None
+    return note
+
+
+def _record_group(k: _Keywords, group: list[prepare.Prepared]) -> None:
     """One commit of the keyword phase: these files' chunks, postings and links."""
     records = []
-    for source, note, cs in group:
-        rows = []
-        for c in cs:
-            embed = c.embedding_text
-            text_hash = hashlib.sha1(embed.encode()).hexdigest()  # the embedding cache's key
-            meta = chunk_metadata(c, note.md5, _chunk_tags(note, c), text_hash)
-            rows.append(
-                chunk_row(
-                    c.id, text_hash, embed, title=c.title, aliases=note.aliases,
-                    chain=c.heading_chain, stored=c.text, meta=meta,
-                )
-            )  # fmt: skip
-        state = current[source]
-        records.append((FileRecord(source, note.md5, state.size, state.mtime_ns, len(cs)), rows))
-        if source in known:
-            old = set(manifest.chunk_hashes(source))
-            report.chunks_deleted += len(old - {r.text_hash for r in rows})
-    with commit():
-        manifest.record(records, _links(group))
+    for done in group:
+        rows = done.rows or []
+        state = k.current[done.source]
+        records.append(
+            (FileRecord(done.source, done.md5, state.size, state.mtime_ns, len(rows)), rows)
+        )
+        if done.source in k.known:
+            old = set(k.manifest.chunk_hashes(done.source))
+            k.report.chunks_deleted += len(old - {r.text_hash for r in rows})
+    with k.commit():
+        k.manifest.record(records, {done.source: done.links or [] for done in group})
 
 
 def _fill_group(w: _Writer, sources: list[str], skipped: set[str]) -> int:
@@ -752,21 +749,6 @@ def _embedding_texts(
             continue
         found.update((h, texts[h]) for h in mine & wanted_set)
     return found
-
-
-def _chunk_tags(note: notes.Note, chunk: chunker.Chunk) -> tuple[str, ...]:
-    """The note's front-matter tags and the inline tags written on the chunk's lines."""
-    first, last = chunk.line_start - note.first_line, chunk.line_end - note.first_line
-    inline = (t for t, line in note.inline_tags if first <= line <= last)
-    return tuple(dict.fromkeys([*note.tags, *inline]))
-
-
-def _links(group: list[tuple[str, notes.Note, list[chunker.Chunk]]]) -> dict[str, list]:
-    """The links written in each note, with file line numbers, for the manifest."""
-    return {
-        source: [(k.target, k.heading, note.first_line + k.line, int(k.embed)) for k in note.links]
-        for source, note, _ in group
-    }
 
 
 @dataclass

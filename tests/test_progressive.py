@@ -252,3 +252,47 @@ def test_a_note_changed_while_vectors_fill_is_never_found_by_its_old_vector(
     found = json.loads(run_rag(*where, "search", "admin console", "--json", **env).stdout)
     assert found["results"][0]["source"] == "guides/ports.md"
     assert "7001" in found["results"][0]["text"]
+
+
+def test_notes_prepared_in_worker_processes_are_recorded_as_in_this_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A big cold sync prepares notes in workers; the manifest must not tell which way."""
+    import sqlite3
+
+    import prepare
+    from pipeline import Index
+    from settings import load_settings
+
+    count = prepare.WORKERS_FROM_NOTES + 5
+    notes = {
+        f"d{i % 7}/n{i:04}.md": f"---\ntags: [t{i % 3}]\n---\n# Note {i}\n\nSee [[n{i + 1:04}]] "
+        f"about depot {i} #inline/{i % 2}.\n\n## Part\n\n配送 {i} 号仓库。\n"
+        for i in range(count)
+    }
+    kb = write_notes(tmp_path / "kb", notes)
+    (kb / "bad.md").write_bytes(b"\xff\xfe\x00broken")  # binary: skipped either way
+
+    def build(where: Path) -> dict[str, list]:
+        settings = load_settings(
+            environ={}, dotenv_path=None, overrides={"knowledge_dir": kb, "index_dir": where}
+        )
+        report = Index(settings).sync(vectors=False)
+        assert [s.source for s in report.files_skipped] == ["bad.md"]
+        db = sqlite3.connect(where / "manifest.sqlite3")
+        tables = {
+            "files": "SELECT source, md5, chunks FROM files ORDER BY source",
+            "chunks": "SELECT id, source, text_hash, text, meta FROM chunks ORDER BY id",
+            "postings": "SELECT d.chunk, p.term, p.tf, p.title_tf, p.alias_tf, p.heading_tf "
+            "FROM postings p JOIN documents d ON d.doc = p.doc ORDER BY 1, 2",
+            "links": "SELECT * FROM links ORDER BY source, line",
+        }
+        return {name: db.execute(query).fetchall() for name, query in tables.items()}
+
+    assert prepare.workers() >= 1  # CI machines have two cores at least
+    in_workers = build(tmp_path / "a")
+    monkeypatch.setattr(prepare, "WORKERS_FROM_NOTES", 10**9)  # this process alone
+    here = build(tmp_path / "b")
+    assert len(in_workers["files"]) == count
+    for name in here:
+        assert in_workers[name] == here[name], name
