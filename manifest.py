@@ -687,10 +687,10 @@ class Manifest:
         return self._has_chunk_columns()
 
     def embedded(self) -> int:
-        """How many chunks the vector store holds vectors of."""
-        if not self.vectors_kept():
-            return self.total_chunks()
-        return self.db.execute("SELECT COUNT(*) FROM chunks WHERE vector = 1").fetchone()[0]
+        """How many chunks the vector store holds vectors of: counted as all but those
+        pending, which the partial index `chunks_pending` holds (counting the others
+        would read the whole chunks table, 0.7 s at 250k chunks, before every question)."""
+        return self.total_chunks() - self.pending()
 
     def pending(self, sources: Iterable[str] | None = None) -> int:
         """How many chunks (of these sources) still wait for their vectors."""

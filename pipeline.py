@@ -492,12 +492,10 @@ class Index:
         m = self.manifest
         stats.update(
             files=len(m.files()),
-            chunks=m.total_chunks(),
             embedder=m.get("embedder") or stats["embedder"],
             dimension=int(m.get("dimension") or 0),
             last_sync=m.get("last_sync"),
-            chunks_embedded=m.embedded(),
-            keyword_ready=bool(m.get("gate")),
+            **self.filling(),  # chunks, chunks_embedded, keyword_ready
         )
         found = self.link_graph()
         stats.update(links=len(found), broken_links=sum(1 for k in found if k.to is None))
