@@ -217,7 +217,10 @@ def show_sync(report, knowledge_dir=None, include=()) -> None:
 def _rebuilt(report) -> str:
     """What a rebuild did, e.g. "13 files, 163 chunks (5 re-embedded, rest from cache)"."""
     total, embedded = report.chunks_total, report.chunks_embedded
-    if embedded == 0:
+    waiting = getattr(report, "chunks_waiting", 0)
+    if waiting:  # --keyword-only, or vectors left to a background filler
+        how = f"{embedded:,} embedded, {waiting:,} waiting for vectors"
+    elif embedded == 0:
         how = "all from cache"
     elif embedded >= total:
         how = "all embedded"

@@ -105,6 +105,17 @@ def test_keyword_only_is_searchable_then_index_stores_the_vectors(tmp_path: Path
         assert result["retriever"] == "hybrid" and result["results"][0]["source"] == "n0077.md"
 
 
+def test_a_keyword_only_rebuild_says_the_vectors_wait(
+    kb: Path, tmp_path: Path, run_rag, slow_server: OpenAIServer
+) -> None:
+    where = ["--knowledge", str(kb), "--index-dir", str(tmp_path / "ix")]
+    env = env_for(slow_server)
+    assert run_rag(*where, "index", **env).returncode == 0
+    rebuilt = run_rag(*where, "index", "--rebuild", "--keyword-only", **env)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert "rebuilt: 121 files, 121 chunks (0 embedded, 121 waiting for vectors)" in rebuilt.stderr
+
+
 def test_a_one_shot_search_stores_a_few_missing_vectors_first(
     kb: Path, tmp_path: Path, run_rag, slow_server: OpenAIServer
 ) -> None:
