@@ -228,6 +228,7 @@ class Index:
         # as this folder's before anything is written into it.
         index_home.check_owner(self.settings.index_dir, self.settings.knowledge_dir, rebuild)
         index_home.record_owner(self.settings.index_dir, self.settings.knowledge_dir)
+        auto = vectors is None
         if vectors is None:
             vectors = self._foreground_vectors(paths)
         with self.writer.turn(queue):
@@ -245,9 +246,30 @@ class Index:
                 paths=paths,
                 vectors=vectors,
             )
+        if auto and vectors is False:  # left to the filler, unless they are few (/reindex)
+            self._fill_few(report, progress, wait, FOREGROUND_CHUNKS_LIVE)
         if self.filler is not None:
             self.filler.wake()
         return report
+
+    def _fill_few(
+        self,
+        report: indexer.SyncReport,
+        progress: indexer.Progress | None,
+        wait: float,
+        limit: int,
+    ) -> int:
+        """Store the missing vectors here and now when at most `limit` wait (seconds of
+        embedding), adding what was done to `report`; how many still wait."""
+        waiting = self.manifest.pending()
+        if waiting <= limit and indexer.needs_filling(self.settings, self.manifest):
+            filled = self.sync(progress=progress, wait=wait, vectors=True)
+            report.chunks_embedded += filled.chunks_embedded
+            report.embed_seconds += filled.embed_seconds
+            report.seconds += filled.seconds
+            report.warnings.extend(filled.warnings)
+            report.chunks_waiting = waiting = filled.chunks_waiting
+        return waiting
 
     def _foreground_vectors(self, paths: list[str] | None) -> bool | list[str]:
         """What a sync embeds itself: everything, unless a background filler runs; then
@@ -337,18 +359,9 @@ class Index:
             return None
         try:
             report = self.sync(progress=progress, wait=READ_WAIT_SECONDS, vectors=False)
-            waiting = self.manifest.pending()
-            if self.filler is not None:
-                pass  # the background filler stores them
-            elif waiting <= (FOREGROUND_CHUNKS_LIVE if background else FOREGROUND_CHUNKS):
-                if indexer.needs_filling(self.settings, self.manifest):
-                    filled = self.sync(progress=progress, wait=READ_WAIT_SECONDS, vectors=True)
-                    report.chunks_embedded += filled.chunks_embedded
-                    report.embed_seconds += filled.embed_seconds
-                    report.seconds += filled.seconds
-                    report.warnings.extend(filled.warnings)
-                    report.chunks_waiting = filled.chunks_waiting
-            elif not background:
+            limit = FOREGROUND_CHUNKS_LIVE if background else FOREGROUND_CHUNKS
+            waiting = self._fill_few(report, progress, READ_WAIT_SECONDS, limit)
+            if waiting and not background and self.filler is None:
                 warn(
                     f"{waiting:,} chunks wait for their vectors: ranking by keyword until "
                     "python rag.py index (or the REPL, or serve) has stored them"
