@@ -109,8 +109,10 @@ def read_queries(path: Path, skipped: list[int] | None = None) -> list[Query]:
 
 
 def rank_files(hits: list[Hit]) -> list[str]:
-    """Files in the order of their best chunk."""
-    return list(dict.fromkeys(hit.source for hit in hits))
+    """Files in the order of their best chunk; a note that shows a chunk through an embed
+    (`Hit.shown_in`) ranks right after the note the words are written in."""
+    shown = ((hit.source, *(s for s, _ in hit.shown_in)) for hit in hits)
+    return list(dict.fromkeys(f for files in shown for f in files))
 
 
 def evaluate(queries: list[Query], search: Callable[[str, int], list[Hit]], k: int = 10) -> Report:

@@ -12,7 +12,9 @@ prints, and reads settings only through its arguments.
 
 from __future__ import annotations
 
+import re
 import statistics
+import threading
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -37,6 +39,9 @@ CJK_QUERY = 0.3  # share of a query's letters that makes it a Chinese/Japanese q
 # with each model in embedding_models.MODELS, where the measurements are cited.
 ALPHA = {m.id: m.alpha for m in models.MODELS}
 ALPHA_UNMEASURED = models.UNMEASURED
+# Embeds of embeds are followed this deep (A shows B's section, which shows C's...); a
+# cycle (A embeds B embeds A) ends sooner, at the first note already listed.
+EMBED_DEPTH = 3
 
 
 @dataclass(frozen=True)
@@ -52,9 +57,13 @@ class Hit:
     page_start: int | None = None  # 1-based, for paged formats (PDF); else None
     page_end: int | None = None
     tags: tuple[str, ...] = ()  # the chunk's tags (front matter and inline), for /debug
+    # The notes that show this chunk's words through an embed (`![[Note#Heading]]`), with
+    # the line of the embed, nearest first: the words are cited where they are written
+    # (`source`), and these are the other places a reader sees them.
+    shown_in: tuple[tuple[str, int], ...] = ()
 
     def to_json(self) -> dict:
-        return {
+        found = {
             "rank": self.rank,
             "score": round(self.score, 4),
             "source": self.source,
@@ -66,6 +75,9 @@ class Hit:
             "chunk_id": self.chunk_id,
             "text": self.text,
         }
+        if self.shown_in:  # only where an embed shows it: most notes are embedded nowhere
+            found["shown_in"] = [{"source": s, "line": line} for s, line in self.shown_in]
+        return found
 
 
 def _page(value: object) -> int | None:
@@ -160,7 +172,8 @@ def search(
         if filtered:
             known = {s.id: s for s in found}
     if mode == "dense":
-        return _ranked(_hits(_fetch(store, manifest, known, dense, k), k), mode)
+        hits = _hits(_fetch(store, manifest, known, dense, k), k)
+        return _ranked(_located(hits, manifest), mode)
     keyword = manifest.keyword(content_terms(query), pool, cjk=is_cjk_query(query))
     if filtered:  # filtering needs every candidate's metadata first
         missing = [c for c, _ in keyword if c not in known]
@@ -169,7 +182,8 @@ def search(
     if mode == "keyword":
         best = keyword[0][1] if keyword else 1.0
         scored = [(c, v / best) for c, v in keyword]
-        return _ranked(_hits(_fetch(store, manifest, known, scored, k), k), mode)
+        hits = _hits(_fetch(store, manifest, known, scored, k), k)
+        return _ranked(_located(hits, manifest), mode)
     alpha = dense_share(query, dense_by)
     scaled_dense = _scaled(dense)
     by_keyword = dict(_scaled(keyword))
@@ -185,7 +199,8 @@ def search(
         ((c, v / top) for c, v in fused.items()),
         key=lambda item: (-item[1], -by_keyword.get(item[0], 0.0)),
     )
-    return _ranked(_hits(_fetch(store, manifest, known, ranked, k), k), "hybrid")
+    hits = _hits(_fetch(store, manifest, known, ranked, k), k)
+    return _ranked(_located(hits, manifest), "hybrid")
 
 
 def _blend(
@@ -336,3 +351,94 @@ def _overlaps(a: dict, b: dict) -> bool:
         and int(a.get("line_start", 0)) <= int(b.get("line_end", 0))
         and int(b.get("line_start", 0)) <= int(a.get("line_end", 0))
     )
+
+
+# --- where embeds show a chunk ---------------------------------------------------------
+# An embedded section stays one set of chunks, in the note it is written in; the notes
+# that embed it are added to a hit as the places it is shown, at search time. Expanding
+# embeds into the embedding notes' text ranked no better (BENCHMARKS.md, "Embeds and
+# link-aware ranking") and would make every edit re-index the notes that embed it.
+
+_EMBEDS: dict[tuple[str, int], dict[str, list[tuple[str, str, int]]]] = {}
+_EMBEDS_LOCK = threading.Lock()
+
+
+def _embedded_by(manifest: Manifest) -> dict[str, list[tuple[str, str, int]]]:
+    """Indexed file -> the embeds of it: (heading, embedding note, line). Resolved once per
+    generation of the index, so an edit to either note is seen by the next search."""
+    key = (str(getattr(manifest, "path", id(manifest))), manifest.generation())
+    with _EMBEDS_LOCK:
+        found = _EMBEDS.get(key)
+    if found is not None:
+        return found
+    found = {}
+    rows = [row for row in manifest.links() if row[4]]
+    if rows:
+        resolver = vault.Resolver(manifest.files())
+        for source, target, heading, line, _ in rows:
+            to = resolver.resolve(target, source)
+            if to is not None and to != source:
+                found.setdefault(to, []).append((heading, source, line))
+    with _EMBEDS_LOCK:
+        _EMBEDS.clear()  # one index's current generation is all a process searches
+        _EMBEDS[key] = found
+    return found
+
+
+def _located(hits: list[Hit], manifest: Manifest) -> list[Hit]:
+    """The hits with the notes that show them through embeds (`Hit.shown_in`)."""
+    embeds = _embedded_by(manifest) if hits else {}
+    if not embeds:
+        return hits
+    return [
+        replace(h, shown_in=_shown_in(manifest, embeds, h.source, h.heading_chain, h.text))
+        if h.source in embeds
+        else h
+        for h in hits
+    ]
+
+
+def _shown_in(
+    manifest: Manifest,
+    embeds: dict[str, list[tuple[str, str, int]]],
+    source: str,
+    chain: str,
+    text: str,
+) -> tuple[tuple[str, int], ...]:
+    """The notes that show these lines of `source`, following embeds of embeds up to
+    EMBED_DEPTH deep; each note once, so a cycle ends where it closes."""
+    found: list[tuple[str, int]] = []
+    seen = {source}
+    frontier = [(source, chain, text)]
+    for _ in range(EMBED_DEPTH):
+        following = []
+        for note, note_chain, note_text in frontier:
+            for heading, where, line in embeds.get(note, ()):
+                if where in seen or not _covers(heading, note_chain, note_text):
+                    continue
+                seen.add(where)
+                found.append((where, line))
+                if where in embeds:  # shown further only if that note is embedded too
+                    following.append((where, *_lines_at(manifest, where, line)))
+        frontier = following
+    return tuple(found)
+
+
+def _covers(heading: str, chain: str, text: str) -> bool:
+    """Whether an embed of `heading` ("" the whole note, "^id" a block, else a section,
+    `A#B` its subsection B) shows a chunk under `chain` with this verbatim text."""
+    if not heading:
+        return True
+    if heading.startswith("^"):
+        return re.search(rf"(?:^|\s)\^{re.escape(heading[1:])}[ \t]*$", text, re.M) is not None
+    wanted = heading.rsplit("#", 1)[-1].strip().lower()
+    return any(part.strip().lower() == wanted for part in chain.split(" > "))
+
+
+def _lines_at(manifest: Manifest, source: str, line: int) -> tuple[str, str]:
+    """The heading chain and text of the chunk of `source` holding file line `line`."""
+    for chunk in manifest.chunks_of([source]):
+        meta = chunk.metadata
+        if int(meta.get("line_start", 0)) <= line <= int(meta.get("line_end", 0)):
+            return str(meta.get("heading_chain", "")), chunk.text
+    return "", ""
