@@ -380,7 +380,8 @@ def _embedded_by(manifest: Manifest) -> dict[str, list[tuple[str, str, int]]]:
             if to is not None and to != source:
                 found.setdefault(to, []).append((heading, source, line))
     with _EMBEDS_LOCK:
-        _EMBEDS.clear()  # one index's current generation is all a process searches
+        if len(_EMBEDS) >= 8:  # older generations, mostly: a process searches one index or few
+            _EMBEDS.clear()
         _EMBEDS[key] = found
     return found
 
