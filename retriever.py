@@ -39,6 +39,10 @@ CJK_QUERY = 0.3  # share of a query's letters that makes it a Chinese/Japanese q
 # with each model in embedding_models.MODELS, where the measurements are cited.
 ALPHA = {m.id: m.alpha for m in models.MODELS}
 ALPHA_UNMEASURED = models.UNMEASURED
+# A Latin-script question matches a CJK chunk by keyword only through the Latin words in
+# it (commands, options, paths), so in the blend such a match counts this share of its
+# scaled keyword score (see `_other_script`).
+OTHER_SCRIPT_KEYWORD = 0.5
 # Embeds of embeds are followed this deep (A shows B's section, which shows C's...); a
 # cycle (A embeds B embeds A) ends sooner, at the first note already listed.
 EMBED_DEPTH = 3
@@ -186,7 +190,7 @@ def search(
         return _ranked(_located(hits, manifest), mode)
     alpha = dense_share(query, dense_by)
     scaled_dense = _scaled(dense)
-    by_keyword = dict(_scaled(keyword))
+    by_keyword = _other_script(query, dict(_scaled(keyword)), embedder, store, manifest, known)
     without = set()
     if filling:  # keyword candidates the store has no vector of yet
         without = set(by_keyword) - manifest.with_vectors(list(by_keyword))
@@ -201,6 +205,35 @@ def search(
     )
     hits = _hits(_fetch(store, manifest, known, ranked, k), k)
     return _ranked(_located(hits, manifest), "hybrid")
+
+
+def _other_script(
+    query: str,
+    by_keyword: dict[str, float],
+    embedder: Embedder,
+    store: Store,
+    manifest: Manifest,
+    known: dict[str, Stored],
+) -> dict[str, float]:
+    """Scaled keyword scores, those of CJK chunks discounted (OTHER_SCRIPT_KEYWORD) for a
+    Latin-script question in an index with CJK chunks (a second vector space). Such a
+    match is a shared command name, not the question's words, and it outranked the
+    multilingual vectors' better answer: on the English questions about Chinese pages,
+    hybrid hit@5 0.73 against dense's 0.91 (BENCHMARKS.md, "Chinese questions: query
+    words and the multilingual model"). English chunks keep their scores, so English
+    questions over English notes rank as before; `known` gets the candidates' texts."""
+    if OTHER_SCRIPT_KEYWORD == 1.0 or not by_keyword or is_cjk_query(query):
+        return by_keyword
+    if _side_space(embedder, store) is None:
+        return by_keyword
+    missing = [c for c in by_keyword if c not in known]
+    known.update((s.id, s) for s in _stored(store, manifest, missing))
+    return {
+        c: v * OTHER_SCRIPT_KEYWORD
+        if c in known and cjk_share(known[c].text) >= models.CJK_CHUNK
+        else v
+        for c, v in by_keyword.items()
+    }
 
 
 def _blend(
