@@ -196,6 +196,9 @@ def sync(
                 return report
         with file_lock(settings.index_dir, wait, on_wait):
             locked()
+            if manifest.loading():
+                with commit():
+                    manifest.finish_load()
             known = manifest.files()
             old_fp = manifest.get("fingerprint")
             reason = ""
@@ -397,6 +400,8 @@ def _unchanged(
     known = manifest.files()
     current = _scan(settings, known, report, trust_stat=True, only=_only(settings, known, paths))
     if manifest.get("gate") != _gate(fp, current) or _moved(known, current):
+        return report, generation, current, False
+    if manifest.loading():  # a build killed before its postings were sorted in
         return report, generation, current, False
     report.files_unchanged = len(current)
     report.chunks_total = manifest.total_chunks()
@@ -619,8 +624,8 @@ KEEP_READ_CHARS = 32_000_000
 
 
 def _index(k: _Keywords, sources: list[str]) -> None:
-    """Chunk and record the given files (texts, postings, links), a group at a time. A
-    big cold sync prepares the notes in worker processes while this one records them."""
+    """Chunk and record the given files (texts, postings, links), a group at a time; into
+    an empty index, the postings are bulk-loaded (Manifest.begin_load)."""
     settings, progress = k.settings, k.progress
     progress.start(len(sources), 0)
     jobs = [
@@ -628,6 +633,18 @@ def _index(k: _Keywords, sources: list[str]) -> None:
                     settings.chunk_overlap)
         for s in sources
     ]  # fmt: skip
+    loading = bool(jobs) and k.manifest.begin_load()
+    try:
+        _prepare_and_record(k, jobs)
+    finally:  # on Ctrl-C too: the files recorded so far become searchable
+        if loading:
+            with k.commit():
+                k.manifest.finish_load()
+
+
+def _prepare_and_record(k: _Keywords, jobs: list[prepare.Job]) -> None:
+    """A big cold sync prepares the notes in a worker process while this one records them."""
+    progress = k.progress
     count = prepare.workers()
     if len(jobs) >= prepare.WORKERS_FROM_NOTES and count:
         for state in k.current.values():

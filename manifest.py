@@ -40,6 +40,7 @@ BM25_B = 0.75  # length normalisation
 FIELD_WEIGHTS = (0.0, 0.25, 0.0)  # (title, aliases, headings)
 FIELDS = ("title_tf", "alias_tf", "heading_tf")  # their postings columns, in that order
 MANIFEST = "manifest.sqlite3"  # its file name in the index folder
+_LOAD = "postings_load"  # a cold build's postings before they are sorted in (begin_load)
 CACHE_KIB = 256 * 1024  # SQLite's page cache per connection at most (grows only as used)
 
 
@@ -318,10 +319,51 @@ class Manifest:
                 "INSERT INTO documents (doc, chunk, source, length, cjk) VALUES (?, ?, ?, ?, ?)",
                 documents,
             )
-            # In key order, so SQLite appends to its B-tree pages instead of splitting them
-            # at random: about 3x faster for a group of a few hundred chunks.
-            postings.sort()
-            self.db.executemany("INSERT INTO postings VALUES (?, ?, ?, ?, ?, ?)", postings)
+            if self.loading():  # a cold build: appended now, sorted in once at the end
+                self.db.executemany(f"INSERT INTO {_LOAD} VALUES (?, ?, ?, ?, ?, ?)", postings)
+            else:
+                # In key order, so SQLite appends to its B-tree pages instead of splitting
+                # them at random: about 3x faster for a group of a few hundred chunks.
+                postings.sort()
+                self.db.executemany("INSERT INTO postings VALUES (?, ?, ?, ?, ?, ?)", postings)
+            self._bump()
+
+    # A cold build's postings (tens of millions for a big folder) are not inserted into the
+    # keyed table group by group: each group's terms land all over a B-tree that ends far
+    # bigger than the page cache, and the build waits on the disk. They are appended to
+    # an unkeyed table instead and moved in one sorted pass when the keyword phase ends
+    # (or, after a kill, when the next sync starts): SQLite then fills pages in key order.
+
+    def begin_load(self) -> bool:
+        """Start a bulk load if the keyed postings are empty (a first or rebuilt index);
+        whether one is on."""
+        if self.loading():
+            return True
+        with self._transaction():
+            if self.db.execute("SELECT 1 FROM postings LIMIT 1").fetchone():
+                return False
+            self.db.execute(f"CREATE TABLE {_LOAD} AS SELECT * FROM postings WHERE 0")
+            self.db.execute("DROP INDEX IF EXISTS postings_by_doc")  # built once, at the end
+        return True
+
+    def loading(self) -> bool:
+        """Whether postings wait in the load table (searches do not see them yet)."""
+        return bool(
+            self.db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (_LOAD,)
+            ).fetchone()
+        )
+
+    def finish_load(self) -> None:
+        """Move the loaded postings into the keyed table in key order, in one commit: a
+        kill meanwhile leaves the load table whole for the next sync to finish."""
+        if self.read_only or not self.loading():
+            return
+        with self._transaction():
+            self.db.execute("DROP INDEX IF EXISTS postings_by_doc")
+            self.db.execute(f"INSERT INTO postings SELECT * FROM {_LOAD} ORDER BY term, doc")
+            self.db.execute(f"DROP TABLE {_LOAD}")
+            self.db.execute("CREATE INDEX postings_by_doc ON postings (doc)")
             self._bump()
 
     def _drop(self, source: str) -> None:
@@ -377,6 +419,7 @@ class Manifest:
         with self._transaction():
             for table in ("files", "chunks", "postings", "documents", "links", "stale"):
                 self.db.execute(f"DELETE FROM {table}")
+            self.db.execute(f"DROP TABLE IF EXISTS {_LOAD}")
             self.db.execute("DELETE FROM meta WHERE key = 'gate'")
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('reset_vectors', '1')")
             self._bump()
