@@ -256,7 +256,14 @@ def show_hits(hits, query: str) -> None:
         text = clean(hit.text)
         snippet = text if len(text) <= 600 else text[:600].rstrip() + " …"
         out.print(title, soft_wrap=True)
+        if hit.shown_in:
+            out.print(Text(f"  {_shown_in(hit)}", style="dim"), soft_wrap=True)
         out.print(Panel(Text(snippet), border_style="dim"))
+
+
+def _shown_in(hit) -> str:
+    """Where embeds show a hit's words (`![[Note#Heading]]`): `shown in a.md:12, b.md:3`."""
+    return "shown in " + ", ".join(f"{clean(s)}:{line}" for s, line in hit.shown_in)
 
 
 def show_debug(hits, query: str, backlinks: dict[str, int] | None = None) -> None:
@@ -283,6 +290,7 @@ def show_debug(hits, query: str, backlinks: dict[str, int] | None = None) -> Non
     table.add_column("text", ratio=3, style="dim")
     for hit in hits:
         where = clean(hit.source + (f" › {hit.heading_chain}" if hit.heading_chain else ""))
+        where += f"\n{_shown_in(hit)}" if hit.shown_in else ""
         snippet = " ".join(clean(hit.text).split())
         snippet = snippet if len(snippet) <= 160 else snippet[:159] + "…"
         span = f"{hit.line_start}–{hit.line_end}"

@@ -3,6 +3,7 @@ they are shown (`Hit.shown_in`), cycles and chains bounded, edits seen by the ne
 
 import pytest
 
+import console
 import evaluate
 import pipeline
 from settings import load_settings
@@ -99,3 +100,24 @@ def test_the_embedding_note_keeps_its_own_lines(index):
     own = [h for h in index.search("Guide setup", 5, mode="keyword") if h.source == "Guide.md"]
     assert own and "![[sync#Selective sync]]" in own[0].text
     assert own[0].line_start <= 7 <= own[0].line_end
+
+
+def test_search_and_debug_say_where_a_hit_is_shown(run_rag, tmp_path):
+    kb = write_notes(tmp_path / "kb", {n: VAULT[n] for n in ("Sync.md", "Guide.md")})
+    where = ["--knowledge", str(kb), "--index-dir", str(tmp_path / "ix")]
+    found = run_rag(*where, "search", "quokka filter", "-k", "1", ASKMD_WATCH="0")
+    assert found.returncode == 0, found.stderr
+    assert "Sync.md" in found.stdout and "shown in Guide.md:7" in found.stdout
+    alone = run_rag(*where, "search", "pelican merger", "-k", "1", ASKMD_WATCH="0")
+    assert alone.returncode == 0 and "shown in" not in alone.stdout  # nobody embeds it
+
+
+def test_debug_lists_where_a_hit_is_shown(index):
+    hits = index.search("quokka filter", 3)
+    width, console.out.width = console.out.width, 200  # one table row a line
+    try:
+        with console.out.capture() as captured:
+            console.show_debug(hits, "quokka filter", index.backlinks())
+    finally:
+        console.out.width = width
+    assert "shown in Guide.md:7" in captured.get()
