@@ -133,6 +133,29 @@ def test_fast_path_is_exact_or_the_exact_top_of_the_chunks_holding_a_rarer_term(
         del manifest._RARE_POSTINGS
 
 
+def test_skipping_a_budget_that_cannot_prove_the_top_changes_no_answer(
+    manifest: Manifest,
+) -> None:
+    """A budget that leaves much of the query unread is skipped for the next one: the
+    answers must be those of trying every budget in turn."""
+    manifest._RARE_POSTINGS = (30, 300)
+    rng = random.Random(7)
+    try:
+        unproven = 0
+        for terms in queries(manifest, 200, seed=7):
+            cjk, weights = rng.choice([None, False, True]), rng.choice(WEIGHTS)
+            manifest._UNPROVABLE = 1.0  # never skip
+            every = manifest.keyword(terms, 10, cjk=cjk, weights=weights)
+            unproven += bool(manifest._keyword_inexact)  # both budgets were tried
+            manifest._UNPROVABLE = 0.0  # skip every budget but the last
+            assert manifest.keyword(terms, 10, cjk=cjk, weights=weights) == every, terms
+            manifest._UNPROVABLE = 0.3
+            assert manifest.keyword(terms, 10, cjk=cjk, weights=weights) == every, terms
+        assert unproven  # the pruned paths did the work, not only full queries
+    finally:
+        del manifest._RARE_POSTINGS, manifest._UNPROVABLE
+
+
 def test_statistics_cached_for_a_query_follow_a_change(tmp_path: Path) -> None:
     """Document frequencies are kept between queries; a change to the index drops them."""
     index = Manifest(tmp_path / "manifest.sqlite3")
