@@ -76,8 +76,12 @@ def chunk_tags(note: notes.Note, chunk: chunker.Chunk) -> tuple[str, ...]:
 
 
 def workers() -> int:
-    """Worker processes beside this one, which writes: one per other core."""
-    return max(0, (os.cpu_count() or 1) - 1)
+    """Worker processes beside this one, which writes: one per core. The writer waits on
+    SQLite and the disk much of the time, so a worker on its core too pays: a 200 MB
+    folder's keyword phase took 3:27-3:37 with two workers on two cores against
+    3:58-4:23 with one (BENCHMARKS.md). One core: none, the notes are prepared here."""
+    cores = os.cpu_count() or 1
+    return cores if cores > 1 else 0
 
 
 def prepared_in_workers(jobs: list[Job], count: int) -> Iterator[Prepared]:
