@@ -286,6 +286,9 @@ def needs_filling(settings: Settings, manifest: Manifest) -> bool:
         or manifest.get("reset_vectors")
         or (manifest.get("companion") or "") != companion_id(settings)
         and manifest.total_chunks()
+        or bool(companion_id(settings))
+        and manifest.get("side_scope") != "all"
+        and manifest.has_cjk_chunks()
     )
 
 
@@ -330,6 +333,7 @@ def _fill(
     stop: Callable[[], bool],
 ) -> None:
     _change_side_model(store, manifest, getattr(embedder, "companion_id", None) or "")
+    _widen_side(manifest, getattr(embedder, "companion_id", None) or "")
     w = _Writer(settings, store, manifest, embedder, report, progress, commit)
     progress.filling(manifest.pending(sources))
     done = 0
@@ -770,12 +774,14 @@ def _embedding_texts(
 
 @dataclass
 class _Side:
-    """A group's CJK chunks with their vectors from the second (multilingual) model."""
+    """A group's chunks with their vectors from the second (multilingual) model: the CJK
+    ones, or every one once the folder has CJK chunks (`_widen_side`)."""
 
-    positions: list[int]  # of the group's chunks that are CJK
+    positions: list[int]  # of the group's chunks that get a second vector
     ids: list[str]
     texts: list[str]
     vectors: object  # np.ndarray (n, dimension)
+    cjk: list[bool]  # per position: the chunk's text is CJK (Latin questions search those)
 
 
 def _embed_side(w: _Writer, rows: list, skipped: set[str]):
@@ -787,7 +793,9 @@ def _embed_side(w: _Writer, rows: list, skipped: set[str]):
         return None
     import numpy as np
 
-    positions = [i for i, r in enumerate(rows) if terms.cjk_share(r.text) >= models.CJK_CHUNK]
+    cjk = [terms.cjk_share(r.text) >= models.CJK_CHUNK for r in rows]
+    every = w.manifest.get("side_scope") == "all"
+    positions = [i for i in range(len(rows)) if every or cjk[i]]
     wanted = sorted({rows[i].text_hash for i in positions})
     vectors = w.manifest.cached(side_id, wanted) if wanted else {}
     missing = [h for h in wanted if h not in vectors]
@@ -804,7 +812,11 @@ def _embed_side(w: _Writer, rows: list, skipped: set[str]):
     positions = [i for i in positions if rows[i].text_hash in vectors]
     matrix = np.stack([vectors[rows[i].text_hash] for i in positions]) if positions else None
     return _Side(
-        positions, [rows[i].id for i in positions], [rows[i].text for i in positions], matrix
+        positions,
+        [rows[i].id for i in positions],
+        [rows[i].text for i in positions],
+        matrix,
+        [cjk[i] for i in positions],
     )
 
 
@@ -818,7 +830,7 @@ def _write_side(w: _Writer, sources: list[str], side: _Side | None, metadatas: l
     if not side.ids and not store.open_existing():
         return  # nothing to add, nothing to remove: an English folder gets no collection
     store.ensure_open({"embedder": side_id})
-    metas = [metadatas[i] for i in side.positions]
+    metas = [{**metadatas[i], "cjk": c} for i, c in zip(side.positions, side.cjk, strict=True)]
     store.replace(sources, side.ids, side.texts, metas, side.vectors)
 
 
@@ -836,4 +848,18 @@ def _change_side_model(store: Store, manifest: Manifest, want: str) -> None:
         redo = manifest.sources_with_cjk()
         store.delete(redo)
         manifest.unfill(redo)
-    manifest.set(companion=want)
+    manifest.set(companion=want, side_scope="")  # the new side holds the CJK chunks first
+
+
+def _widen_side(manifest: Manifest, companion: str) -> None:
+    """Once a folder has CJK chunks, every chunk gets the multilingual vector too, so a
+    Chinese question can reach an English note by meaning: with the CJK chunks alone in
+    that space, Chinese questions about the English half of a mixed folder found their
+    note in the top 5 for 0.06 of them, against 0.36 with every chunk in it (BENCHMARKS.md,
+    "Chinese questions about English notes"). Every file waits for its vectors once:
+    the existing ones come from the cache, only the English chunks' second ones are new.
+    English-only folders never get here."""
+    if not companion or manifest.get("side_scope") == "all" or not manifest.has_cjk_chunks():
+        return
+    manifest.unfill(None)
+    manifest.set(side_scope="all")

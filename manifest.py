@@ -420,7 +420,7 @@ class Manifest:
             for table in ("files", "chunks", "postings", "documents", "links", "stale"):
                 self.db.execute(f"DELETE FROM {table}")
             self.db.execute(f"DROP TABLE IF EXISTS {_LOAD}")
-            self.db.execute("DELETE FROM meta WHERE key = 'gate'")
+            self.db.execute("DELETE FROM meta WHERE key IN ('gate', 'side_scope')")
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('reset_vectors', '1')")
             self._bump()
 
@@ -840,6 +840,12 @@ class Manifest:
                     [(s,) for s in sources],
                 )
             self._bump()
+
+    def has_cjk_chunks(self) -> bool:
+        """Whether any chunk's terms are mostly CJK (a scan of `documents` to the first)."""
+        return (
+            self.db.execute("SELECT 1 FROM documents WHERE cjk = 1 LIMIT 1").fetchone() is not None
+        )
 
     def sources_with_cjk(self) -> list[str]:
         """Files with a chunk holding CJK text (those a second, multilingual model embeds)."""

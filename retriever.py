@@ -167,7 +167,7 @@ def search(
     known: dict[str, Stored] = {}  # candidates whose text and metadata are already here
     if mode in ("dense", "hybrid"):
         # Unfiltered, only ids and distances: the few that make the top k are fetched later.
-        found, dense_by = _nearest(query, embedder, store, pool, filtered)
+        found, dense_by = _nearest(query, embedder, store, manifest, pool, filtered)
         if filling:  # a vector of a file being re-indexed may be of its old text
             current = manifest.with_vectors([s.id for s in found])
             found = [s for s in found if s.id in current]
@@ -260,17 +260,30 @@ def _blend(
 
 
 def _nearest(
-    query: str, embedder: Embedder, store: Store, pool: int, content: bool
+    query: str, embedder: Embedder, store: Store, manifest: Manifest, pool: int, content: bool
 ) -> tuple[list[Stored], str]:
     """The dense candidates and the id of the model whose vectors ranked them.
 
-    With a second vector space for CJK chunks (embedding_models.py), a CJK question
-    searches it alone (the English-only model's vectors of Chinese text are noise), and a
-    Latin-script question searches both, so it can reach a Chinese note by meaning."""
+    With a second, multilingual vector space (embedding_models.py), a CJK question
+    searches it alone (the English-only model's vectors of Chinese text are noise): it
+    holds every chunk of a folder with CJK notes, so the question reaches English notes
+    too. A Latin-script question searches both, the second for its CJK chunks only (its
+    English ones are the first model's, which reads English better), so it can reach a
+    Chinese note by meaning."""
     side = _side_space(embedder, store)
-    main = [] if side is not None and is_cjk_query(query) else [(embedder, store)]
+    cjk = is_cjk_query(query)
+    main = [] if side is not None and cjk else [(embedder, store)]
     spaces = main + ([side] if side is not None else [])
-    lists = [s.nearest(e.embed_queries([query])[0], pool, content=content) for e, s in spaces]
+    wide = manifest.get("side_scope") == "all"
+    lists = [
+        s.nearest(
+            e.embed_queries([query])[0],
+            pool,
+            where={"cjk": True} if s is not store and wide and not cjk else None,
+            content=content,
+        )
+        for e, s in spaces
+    ]
     return _merge(lists), spaces[0][0].id
 
 

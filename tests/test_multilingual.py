@@ -80,11 +80,29 @@ def test_an_english_question_finds_a_chinese_note(mixed: Index) -> None:
     assert first_source(mixed, "When do I water the tomato plants?") == "en/garden.md"
 
 
-def test_only_cjk_chunks_get_the_multilingual_vectors(mixed: Index) -> None:
+def test_a_chinese_question_finds_an_english_note_by_meaning(mixed: Index) -> None:
+    query = "汽车发动机多久换一次机油？"  # "how often to change the engine's oil"
+    assert mixed.search(query, 3, mode="keyword") == []  # no word in common with any note
+    assert first_source(mixed, query) == "en/car.md"
+    assert first_source(mixed, "怎么给番茄浇水？") == "en/garden.md"  # watering tomatoes
+
+
+def test_a_folder_with_cjk_notes_gives_every_chunk_the_multilingual_vector(mixed: Index) -> None:
     ix = mixed.settings.index_dir
     side = models.collection_name(mixed.settings.collection, SIDE)
-    assert cached_ids(ix) == {models.MINILM.id: 5, SIDE: 3}
-    assert collections(mixed) == {mixed.settings.collection: 5, side: 3}
+    assert cached_ids(ix) == {models.MINILM.id: 5, SIDE: 5}
+    assert collections(mixed) == {mixed.settings.collection: 5, side: 5}
+    assert mixed.manifest.get("side_scope") == "all"
+
+
+def test_a_latin_question_searches_only_the_cjk_chunks_multilingual_vectors(mixed: Index) -> None:
+    """English chunks keep MiniLM's reading for English questions: the side space answers
+    a Latin-script question with its CJK chunks only, as when it held nothing else."""
+    store = mixed.store.side(SIDE)
+    assert store.open_existing()
+    vector = mixed.embedder.companion().embed_queries(["water the tomatoes"])[0]
+    found = store.nearest(vector, 10, where={"cjk": True})
+    assert {s.metadata["source"] for s in found} == set(ZH)
 
 
 def test_a_deleted_chinese_note_leaves_the_multilingual_collection(tmp_path: Path) -> None:
@@ -94,7 +112,7 @@ def test_a_deleted_chinese_note_leaves_the_multilingual_collection(tmp_path: Pat
     (kb / CAT).unlink()
     index.sync()
     side = models.collection_name(index.settings.collection, SIDE)
-    assert collections(index)[side] == 2
+    assert collections(index)[side] == 4
     assert first_source(index, "我的宠物吃什么？", mode="dense") != CAT
 
 
@@ -129,7 +147,7 @@ def index_without_multilingual(kb: Path, ix: Path) -> subprocess.CompletedProces
     )
 
 
-def test_an_index_upgrade_embeds_only_the_cjk_chunks(tmp_path: Path) -> None:
+def test_an_index_upgrade_embeds_nothing_again_with_the_first_model(tmp_path: Path) -> None:
     kb = write_notes(tmp_path / "kb", {**ZH, **EN})
     ix = tmp_path / "ix"
     index_without_multilingual(kb, ix)
@@ -139,9 +157,9 @@ def test_an_index_upgrade_embeds_only_the_cjk_chunks(tmp_path: Path) -> None:
     report = index.sync()
     assert not report.rebuilt
     assert report.chunks_embedded == 0  # nothing embedded again by MiniLM
-    assert cached_ids(ix) == {models.MINILM.id: 5, SIDE: 3}
+    assert cached_ids(ix) == {models.MINILM.id: 5, SIDE: 5}
     side = models.collection_name(index.settings.collection, SIDE)
-    assert collections(index) == {index.settings.collection: 5, side: 3}
+    assert collections(index) == {index.settings.collection: 5, side: 5}
     assert first_source(index, "我的宠物吃什么？") == CAT
     again = index.sync()
     assert (again.files_added, again.files_changed, again.chunks_embedded) == (0, 0, 0)
@@ -153,3 +171,21 @@ def test_without_the_package_chinese_notes_get_the_one_line_hint(tmp_path: Path)
     hint = [line for line in done.stderr.splitlines() if "Chinese or Japanese" in line]
     assert len(hint) == 1 and models.CJK_MODEL.pin in hint[0]
     assert cached_ids(tmp_path / "ix") == {models.MINILM.id: 3}
+
+
+def test_an_english_folder_that_gets_a_chinese_note_widens_the_multilingual_space(
+    tmp_path: Path,
+) -> None:
+    kb = write_notes(tmp_path / "kb", EN)
+    index = open_index(kb, tmp_path / "ix")
+    index.sync()
+    assert index.manifest.get("side_scope") != "all"
+    write_notes(kb, {CAT: ZH[CAT]})
+    report = index.sync()
+    assert report.chunks_embedded == 1  # MiniLM embeds the new note only
+    side = models.collection_name(index.settings.collection, SIDE)
+    assert collections(index) == {index.settings.collection: 3, side: 3}
+    assert cached_ids(tmp_path / "ix") == {models.MINILM.id: 3, SIDE: 3}
+    assert first_source(index, "汽车发动机多久换一次机油？") == "en/car.md"
+    again = index.sync()
+    assert (again.files_added, again.files_changed, again.chunks_embedded) == (0, 0, 0)

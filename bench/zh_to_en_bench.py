@@ -1,0 +1,91 @@
+"""Chinese questions about English notes: multilingual vectors for the CJK chunks or for all.
+
+    python bench/zh_to_en_bench.py KB IX [--alphas 0.5,0.6]
+
+KB holds the Obsidian developer docs under en/ and the Chinese tldr pages under zh/ (as
+for bench/mixed_vault_bench.py). A CJK question searches the multilingual (USE) vectors
+beside BM25. When only CJK chunks had them, an English note was reachable from a Chinese
+question only through a shared Latin word (an API name); a folder with CJK notes now
+gives every chunk one (indexer._widen_side). This indexes KB with the default settings
+and scores, on the same keyword lists, USE over the CJK chunks alone (as before; the
+side collection's `cjk` flag) against USE over every chunk, at each dense share, and the
+real search as shipped, for Chinese questions about the English notes
+(bench/paraphrase/obsidian-zh.jsonl) and about the Chinese pages (tldr-zh.jsonl).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from multilingual_bench import POOL, files, fuse, load, score  # noqa: E402
+
+from pipeline import Index  # noqa: E402
+from settings import load_settings  # noqa: E402
+from terms import content_terms  # noqa: E402
+
+SETS = (
+    ("ZH->EN all", "obsidian-zh.jsonl", ("cross-zh", "cross-zh-hard"), "en/"),
+    ("ZH->EN hard", "obsidian-zh.jsonl", ("cross-zh-hard",), "en/"),
+    ("ZH all", "tldr-zh.jsonl", ("plain", "hard"), "zh/"),
+    ("ZH hard", "tldr-zh.jsonl", ("hard",), "zh/"),
+)
+
+TODAY, EVERY = "today: USE over CJK chunks", "USE over every chunk"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("kb", type=Path)
+    parser.add_argument("ix", type=Path)
+    parser.add_argument("--alphas", default="0.5,0.6", help="dense shares to try")
+    args = parser.parse_args()
+    shares = [float(a) for a in args.alphas.split(",") if a]
+    settings = load_settings(
+        environ={}, dotenv_path=None, overrides={"knowledge_dir": args.kb, "index_dir": args.ix}
+    )
+    index = Index(settings)
+    report = index.sync()
+    print(f"sync {report.seconds:.0f} s, {report.chunks_total} chunks", file=sys.stderr)
+    index.search("warm up", 1)
+    side = index.store.side(index.embedder.companion_id)
+    side.open_existing()
+    companion = index.embedder.companion()
+    rows: dict[tuple[str, str], list] = {}
+    for label, name, kinds, prefix in SETS:
+        for q in load(name, kinds):
+            text, relevant = q["query"], {prefix + r for r in q["relevant"]}
+            keyword = index.manifest.keyword(content_terms(text), POOL, cjk=True)
+            vector = companion.embed_queries([text])[0]
+            cjk_only = side.nearest(vector, POOL, where={"cjk": True}, content=False)
+            every = side.nearest(vector, POOL, content=False)
+            for rule, found in ((TODAY, cjk_only), (EVERY, every)):
+                dense = [(s.id, 1 - s.distance) for s in found]
+                rows.setdefault((label, f"{rule}, dense"), []).append(
+                    (files([c for c, _ in dense]), relevant)
+                )
+                for share in shares:
+                    rows.setdefault((label, f"{rule}, hybrid {share}"), []).append(
+                        (files(fuse(dense, keyword, share)), relevant)
+                    )
+            shipped = [h.source for h in index.search(text, 10)]
+            rows.setdefault((label, "askmd search as shipped"), []).append(
+                (files(shipped), relevant)
+            )
+            rows.setdefault((label, "keyword"), []).append(
+                (files([c for c, _ in keyword]), relevant)
+            )
+    print("| set | ranking | n | hit@1 | hit@5 | hit@10 | MRR@10 |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for (label, rule), runs in rows.items():
+        s = score(runs)
+        print(f"| {label} | {rule} | {len(runs)} | {s['hit@1']:.2f} | {s['hit@5']:.2f} | "
+              f"{s['hit@10']:.2f} | {s['mrr@10']:.2f} |")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
