@@ -216,6 +216,11 @@ class Manifest:
             self.db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             self.db.executescript(_SCHEMA)
             self._add_script_column()
+            # Finds the first CJK chunk at once (`has_cjk_chunks`, asked at every start of
+            # a folder that may need a second model); without it, a scan of every chunk.
+            self.db.execute(
+                "CREATE INDEX IF NOT EXISTS documents_cjk ON documents (doc) WHERE cjk = 1"
+            )
             self._add_field_columns()
             self._add_chunk_columns()
         except sqlite3.Error as exc:
@@ -842,7 +847,7 @@ class Manifest:
             self._bump()
 
     def has_cjk_chunks(self) -> bool:
-        """Whether any chunk's terms are mostly CJK (a scan of `documents` to the first)."""
+        """Whether any chunk's terms are mostly CJK (index `documents_cjk`)."""
         return (
             self.db.execute("SELECT 1 FROM documents WHERE cjk = 1 LIMIT 1").fetchone() is not None
         )
