@@ -27,6 +27,7 @@ import embedding_models as models
 import notes
 import prepare
 import terms
+import vault
 from errors import Damaged, IndexBusy  # noqa: F401 - raised by sync; callers catch it here
 from manifest import FileRecord, Manifest, now
 from rwlock import file_lock
@@ -118,6 +119,25 @@ def fingerprint(settings: Settings) -> str:
     )
 
 
+def _reread_links(settings: Settings, manifest: Manifest) -> None:
+    """The links of every note, read again where an older version of the link reader
+    recorded them (Markdown links were not read before LINKS_VERSION 2): only the links
+    table changes, nothing is chunked or embedded again."""
+    found: dict[str, list] = {}
+    for source in manifest.files():
+        if not vault.is_note(source):
+            continue  # PDFs and Word files hold no links the reader looks for
+        try:
+            note = notes.read(settings.knowledge_dir, source, settings.max_file_bytes)
+        except notes.Unreadable:
+            continue  # its next sync says why; its old links stay meanwhile
+        found[source] = [
+            (k.target, k.heading, note.first_line + k.line, int(k.embed)) for k in note.links
+        ]
+    manifest.replace_links(found)
+    manifest.set(links_version=vault.LINKS_VERSION)
+
+
 def _hint_language(manifest: Manifest, embedder: str, report: SyncReport) -> None:
     """Say once per change when an English-only model meets mostly Chinese notes and the
     multilingual model that would embed them is not installed."""
@@ -200,6 +220,7 @@ def sync(
                 with commit():
                     manifest.finish_load()
             known = manifest.files()
+            first = not known  # every file is recorded now, its links read by this code
             old_fp = manifest.get("fingerprint")
             reason = ""
             if old_fp and old_fp != fp and not rebuild:
@@ -228,6 +249,11 @@ def sync(
                              embedder=embedder_id(settings), last_sync=now())  # fmt: skip
                 if report.files_added or report.files_changed:
                     _hint_language(manifest, embedder_id(settings), report)
+                if fresh or first:
+                    manifest.set(links_version=vault.LINKS_VERSION)
+            if manifest.get("links_version") != vault.LINKS_VERSION:
+                with commit():
+                    _reread_links(settings, manifest)
             if vectors and needs_filling(settings, manifest):
                 only = None if vectors is True else vectors
                 fill(settings, store, manifest, make_embedder, report=report,
@@ -407,6 +433,8 @@ def _unchanged(
         return report, generation, current, False
     if manifest.loading():  # a build killed before its postings were sorted in
         return report, generation, current, False
+    if manifest.get("links_version") != vault.LINKS_VERSION and known:
+        return report, generation, current, False  # links read by older code
     report.files_unchanged = len(current)
     report.chunks_total = manifest.total_chunks()
     return report, generation, current, True

@@ -381,6 +381,16 @@ class Manifest:
             self.db.executemany("DELETE FROM postings WHERE doc = ?", [(d,) for d in docs])
             self.db.execute("DELETE FROM documents WHERE source = ?", (source,))
 
+    def replace_links(self, links: dict[str, list[LinkRow]]) -> None:
+        """The links written in these files, replacing those recorded for them."""
+        with self._transaction():
+            self.db.executemany("DELETE FROM links WHERE source = ?", [(s,) for s in links])
+            self.db.executemany(
+                "INSERT INTO links VALUES (?, ?, ?, ?, ?)",
+                [(source, *row) for source, rows in links.items() for row in rows],
+            )
+            self._bump()
+
     def links(self) -> list[tuple[str, str, str, int, int]]:
         """Every link written in the indexed notes: (source, target as written, heading,
         file line, embed). Resolved when read, against the files there are then, so a

@@ -11,12 +11,17 @@ text. `hierarchy` reads Dendron/Foam names (`lang.python.typing.md`) as a title 
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from urllib.parse import unquote
 
 Edit = tuple[int, int, str]  # (start, end, replacement) on the verbatim body
+# What `scan` reads as links; an index whose links were read by another version reads
+# every note's links again (indexer._reread_links). 2: Markdown links too.
+LINKS_VERSION = "2"
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,13 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _CODE_SPAN = re.compile(r"(`+)(?:.+?)\1")
 _COMMENT = re.compile(r"%%.*?%%|<!--.*?-->", re.S)
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
+# A Markdown link or image: `[text](Folder/My%20Note.md#Heading)`, `![alt](<a b.png>)`,
+# an optional "title" after the target. Its text stays as written (no edit).
+_MDLINK = re.compile(
+    r"(!?)\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]\(\s*(?:<([^<>\n]+)>|((?:[^()\s]|\([^()\s]*\))+))"
+    r"(?:\s+\"[^\"\n]*\")?\s*\)"
+)
+_SCHEME = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:|//)")  # http:, mailto:, obsidian:, //host
 _CALLOUT = re.compile(r"^((?:[ \t]*>)+[ \t]*)\[!([^\]\n]+)\][+-]?[ \t]*(.*)$")
 _BLOCK_ID = re.compile(r"(?:(?<=\s)|^)\^[A-Za-z0-9-]+[ \t]*$")
 _BLOCK_REF = re.compile(r"\(\(([0-9a-fA-F-]{36})\)\)")
@@ -210,6 +222,7 @@ def _mask(line: str, start: int, hidden: list[tuple[int, int]]) -> str:
 
 
 def _line_edits(line: str, start: int, number: int, edits: list[Edit], links: list[Link]):
+    first = len(links)
     for m in _WIKILINK.finditer(line):
         inner = m.group(2)
         target, _, shown = inner.partition("|")
@@ -218,6 +231,9 @@ def _line_edits(line: str, start: int, number: int, edits: list[Edit], links: li
         embed = bool(m.group(1))
         links.append(Link(path, heading, number, embed, start + m.start(), start + m.end()))
         edits.append((start + m.start(), start + m.end(), display(path, heading, shown)))
+    if "](" in line:
+        _markdown_links(line, start, number, links)
+        links[first:] = sorted(links[first:], key=lambda k: k.start)  # in reading order
     callout = _CALLOUT.match(line)
     if callout:
         # Only the marker is replaced: the title may hold links of its own.
@@ -227,6 +243,20 @@ def _line_edits(line: str, start: int, number: int, edits: list[Edit], links: li
     block = _BLOCK_ID.search(line)
     if block and not callout:
         edits.append((start + block.start(), start + block.end(), ""))
+
+
+def _markdown_links(line: str, start: int, number: int, links: list[Link]) -> None:
+    """Markdown links into the vault (a relative path, %-encoded as the app writes it):
+    links like wikilinks, `![...](...)` an embed. Web and app URLs are not the vault's."""
+    for m in _MDLINK.finditer(line):
+        raw = m.group(2) or m.group(3)
+        if _SCHEME.match(raw):
+            continue
+        path, _, heading = unquote(raw).partition("#")
+        links.append(
+            Link(path.strip(), heading.strip(), number, bool(m.group(1)), start + m.start(),
+                 start + m.end())
+        )  # fmt: skip
 
 
 def display(path: str, heading: str, shown: str = "") -> str:
@@ -322,6 +352,8 @@ class Resolver:
         want = target.strip().lstrip("/").lower()
         parent = str(PurePosixPath(source).parent)
         here = want if parent == "." else f"{parent.lower()}/{want}"
+        if "./" in want:  # a Markdown link's relative path: ./x.md, ../Folder/x.md
+            want, here = posixpath.normpath(want), posixpath.normpath(here)
         for key in (want, want + ".md", here, here + ".md"):  # exact path, then relative
             if key in self.exact:
                 return self.exact[key][0]

@@ -32,7 +32,23 @@ TABLE = [
     ("before <!-- hidden --> after", "before  after", [], []),
     ("See ((64f1a2b3-0000-4000-8000-00000000abcd)) here", "See  here", [], []),
     ("tagged #project and #project/alpha", None, [], ["project", "project/alpha"]),
-    ("http://example.com/page#fragment and [x](#anchor)", None, [], []),
+    ("http://example.com/page#fragment and [x](#anchor)", None, [("", "anchor", False)], []),
+    # Markdown links into the vault are links too (their text stays as written)
+    (
+        "[the guide](Folder/My%20Note.md#Set%20up) and [[Wiki]]",
+        "[the guide](Folder/My%20Note.md#Set%20up) and Wiki",
+        [("Folder/My Note.md", "Set up", False), ("Wiki", "", False)],
+        [],
+    ),
+    ('![chart](<img/a b.png> "Title")', None, [("img/a b.png", "", True)], []),
+    (
+        "[up](../Other/Note.md) [p](Note_(film).md)",
+        None,
+        [("../Other/Note.md", "", False), ("Note_(film).md", "", False)],
+        [],
+    ),  # fmt: skip
+    ("[web](https://x.org/a#b) [m](mailto:a@b.c) [o](obsidian://open?v=1)", None, [], []),
+    ("`[code](x.md)` and [a [b] c](y.md)", None, [("y.md", "", False)], []),
     ("`#code` and `[[code link]]`", None, [], []),
     ("issue #123 is numeric", None, [], []),
     ("# A heading, not a tag", None, [], []),
@@ -75,6 +91,8 @@ def test_resolution_is_case_insensitive_prefers_same_folder_then_shortest_path()
     assert r.resolve("diagram.png", "x.md") == "img/diagram.png"  # attachments are links
     assert r.resolve("missing", "x.md") is None
     assert r.resolve("", "x.md") == "x.md"  # [[#Heading]]
+    assert r.resolve("../Other.md", "b/c/Note.md") == "b/Other.md"  # a Markdown link's path
+    assert r.resolve("./Note.md", "b/c/y.md") == "b/c/Note.md"
 
 
 def test_tag_filter_matches_nested_tags():
@@ -152,6 +170,49 @@ def test_links_command_and_stats_count_the_graph(run_rag, tmp_path):
     assert run_rag(*args, "index").returncode == 0
     stats = json.loads(run_rag(*args, "stats", "--json").stdout)
     assert (stats["links"], stats["broken_links"]) == (5, 0)
+
+
+MARKDOWN_LINKED = {
+    "Guides/Setup.md": "# Setup\n\nSee [sync](../Guides/Sync%20notes.md#Selective%20sync), "
+    "[the web](https://example.com/x.md) and ![chart](<../img/a chart.png>).\n"
+    "Also [gone](Nowhere.md).\n",
+    "Guides/Sync notes.md": "# Sync notes\n\n## Selective sync\n\nBack to [setup](Setup.md).\n",
+    "img/a chart.png": "not really a png",
+}
+
+
+def test_markdown_links_are_in_the_graph_and_old_indexes_read_them_again(run_rag, tmp_path):
+    import json
+    import sqlite3
+
+    kb = write_notes(tmp_path / "kb", MARKDOWN_LINKED)
+    ix = tmp_path / "ix"
+    args = ("--knowledge", str(kb), "--index-dir", str(ix))
+    assert run_rag(*args, "index").returncode == 0
+    expected = {
+        "note": "Guides/Setup.md",
+        "links": [
+            {"target": "Guides/Sync notes.md", "heading": "Selective sync", "line": 3,
+             "broken": False},
+            {"target": "img/a chart.png", "heading": "", "line": 3, "broken": False},
+            {"target": "Nowhere.md", "heading": "", "line": 4, "broken": True},
+        ],
+        "backlinks": [{"source": "Guides/Sync notes.md", "line": 5}],
+    }  # fmt: skip
+    assert json.loads(run_rag(*args, "links", "Guides/Setup.md", "--json").stdout) == expected
+
+    # An index whose links an older reader recorded (wikilinks only) reads them again on
+    # its next start, without re-recording or re-embedding a note.
+    db = sqlite3.connect(ix / "manifest.sqlite3")
+    db.execute("DELETE FROM links")
+    db.execute("UPDATE meta SET value = '1' WHERE key = 'links_version'")
+    db.commit()
+    db.close()
+    synced = json.loads(run_rag(*args, "index", "--json").stdout)
+    assert (synced["files_changed"], synced["chunks_embedded"]) == (0, 0)
+    assert json.loads(run_rag(*args, "links", "Guides/Setup.md", "--json").stdout) == expected
+    stats = json.loads(run_rag(*args, "stats", "--json").stdout)
+    assert (stats["links"], stats["broken_links"]) == (4, 1)
 
 
 TAGGED = {
