@@ -131,9 +131,7 @@ def _reread_links(settings: Settings, manifest: Manifest) -> None:
             note = notes.read(settings.knowledge_dir, source, settings.max_file_bytes)
         except notes.Unreadable:
             continue  # its next sync says why; its old links stay meanwhile
-        found[source] = [
-            (k.target, k.heading, note.first_line + k.line, int(k.embed)) for k in note.links
-        ]
+        found[source] = prepare.link_rows(note)
     manifest.replace_links(found)
     manifest.set(links_version=vault.LINKS_VERSION)
 

@@ -64,8 +64,12 @@ def prepare(job: Job, note: notes.Note | None = None) -> Prepared:
                 chain=c.heading_chain, stored=c.text, meta=meta,
             )
         )  # fmt: skip
-    links = [(k.target, k.heading, note.first_line + k.line, int(k.embed)) for k in note.links]
-    return Prepared(job.source, note.md5, rows, links)  # its warnings: said when hashed
+    return Prepared(job.source, note.md5, rows, link_rows(note))  # warnings: said when hashed
+
+
+def link_rows(note: notes.Note) -> list[LinkRow]:
+    """The links written in a note as the manifest keeps them, at their file lines."""
+    return [(k.target, k.heading, note.first_line + k.line, int(k.embed)) for k in note.links]
 
 
 def chunk_tags(note: notes.Note, chunk: chunker.Chunk) -> tuple[str, ...]:
