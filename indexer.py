@@ -202,6 +202,7 @@ def sync(
         if not rebuild:
             report, generation, current, same = _unchanged(settings, manifest, fp, paths)
             looked = (report, generation, current)
+            same = same and not manifest.packing_due()  # an index from older code packs once
             if same:
                 if vectors and needs_filling(settings, manifest):
                     with file_lock(settings.index_dir, wait, on_wait):
@@ -252,6 +253,9 @@ def sync(
             if manifest.get("links_version") != vault.LINKS_VERSION:
                 with commit():
                     _reread_links(settings, manifest)
+            if manifest.packing_due():  # common terms' postings as arrays: fast keyword search
+                with commit():
+                    manifest.pack()
             if vectors and needs_filling(settings, manifest):
                 only = None if vectors is True else vectors
                 fill(settings, store, manifest, make_embedder, report=report,

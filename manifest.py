@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import packed_postings
 from errors import AskmdError, DiskFull, disk_full
 from terms import content_terms, is_cjk_term
 
@@ -215,6 +216,7 @@ class Manifest:
             # hundreds of MB, and SQLite's default 2 MB cache makes each insert a page read.
             self.db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             self.db.executescript(_SCHEMA)
+            self.db.executescript(packed_postings.SCHEMA)
             self._add_script_column()
             # Finds the first CJK chunk at once (`has_cjk_chunks`, asked at every start of
             # a folder that may need a second model); without it, a scan of every chunk.
@@ -296,6 +298,7 @@ class Manifest:
             postings: list[tuple[str, int, int]] = []
             documents: list[tuple[int, str, str, int, int]] = []
             doc = self.db.execute("SELECT COALESCE(MAX(doc), 0) FROM documents").fetchone()[0]
+            doc = max(doc, packed_postings.upto(self.db) or 0)  # a packed id is never reused
             for rec, chunk_rows in files:
                 self._drop(rec.source)
                 self.db.executemany(
@@ -378,6 +381,7 @@ class Manifest:
             r[0] for r in self.db.execute("SELECT doc FROM documents WHERE source = ?", (source,))
         ]
         if docs:  # a new file has none: skip the delete rather than scan for nothing
+            packed_postings.note_gone(self.db, docs)
             self.db.executemany("DELETE FROM postings WHERE doc = ?", [(d,) for d in docs])
             self.db.execute("DELETE FROM documents WHERE source = ?", (source,))
 
@@ -432,10 +436,13 @@ class Manifest:
     def forget_all(self) -> None:
         """Drop every file; the vector store is emptied by the next filling (`reset`)."""
         with self._transaction():
-            for table in ("files", "chunks", "postings", "documents", "links", "stale"):
+            for table in ("files", "chunks", "postings", "documents", "links", "stale",
+                          "packed", "packed_gone"):  # fmt: skip
                 self.db.execute(f"DELETE FROM {table}")
             self.db.execute(f"DROP TABLE IF EXISTS {_LOAD}")
-            self.db.execute("DELETE FROM meta WHERE key IN ('gate', 'side_scope')")
+            self.db.execute(
+                "DELETE FROM meta WHERE key IN ('gate', 'side_scope', 'packed_upto', 'packed_docs')"
+            )
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('reset_vectors', '1')")
             self._bump()
 
@@ -448,12 +455,10 @@ class Manifest:
         cjk: bool | None = None,
         weights: tuple[float, float, float] | None = None,
     ) -> list[tuple[str, float]]:
-        """BM25 (BM25_K1, BM25_B) of the indexed chunks for these terms: (chunk id, score),
-        best first (equal scores in indexing order). The postings of the query's rarer
-        terms are read in full and its commoner ones only where they can change the top
-        (`_keyword_top`), so a big index answers in milliseconds: `_keyword_exact`'s
-        answer whenever that proves it or the query's postings are few, else the exact
-        top of the chunks holding one of its rarer terms.
+        """BM25F (BM25_K1, BM25_B, FIELD_WEIGHTS) of every indexed chunk for these terms:
+        (chunk id, score), best first (equal scores in indexing order). Exact: every
+        posting of every term is scored, common terms from their packed arrays
+        (packed_postings), so a long question on a 250k-chunk folder takes milliseconds.
 
         With `cjk` (the question's script) the collection statistics, the number of
         chunks and their average length, are those of the chunks in that script, when
@@ -466,131 +471,38 @@ class Manifest:
         if snapshot:
             self.db.execute("BEGIN")
         try:
-            cache = self._keyword_cache()
-            count, average = self._collection(cache, cjk)
+            count, average = self._collection(self._keyword_cache(), cjk)
             if not count:
                 return []
-            df = self._frequencies(cache, unique)
-            idfs = {t: self._idf(n, count) for t, n in df.items()}
-            if not idfs:
+            found = packed_postings.postings(self.db, unique, self._field_columns())
+            idfs = {t: self._idf(len(array), count) for t, array in found.items()}
+            weights = weights or FIELD_WEIGHTS
+            top = packed_postings.bm25f(
+                found, idfs, max(average, 1.0), weights, BM25_K1, BM25_B, limit
+            )
+            if not top:
                 return []
-            found = self._keyword_top(idfs, df, average, limit, weights)
-            return self._keyword_scan(idfs, average, limit, weights) if found is None else found
+            docs = [doc for doc, _ in top]
+            marks = ",".join("?" * len(docs))
+            chunk_of = dict(
+                self.db.execute(f"SELECT doc, chunk FROM documents WHERE doc IN ({marks})", docs)
+            )
+            return [(chunk_of[doc], score) for doc, score in top]
         finally:
             if snapshot:
                 self.db.execute("COMMIT")
 
-    # Postings of the rarer terms read in full, tried in turn until one proves the top.
-    # Past the last, the top of the chunks holding one of them is the answer: reading
-    # every posting of terms in a fifth of a big folder's chunks takes hundreds of ms.
-    # Chosen by bench/keyword_latency_bench.py on 250k chunks (BENCHMARKS.md): the real
-    # questions of SciFact and CMRC get their exact top 10 and p95 falls 4-7x.
-    _RARE_POSTINGS = (3_000, 8_000)
-    # A budget before the last is skipped when the terms it leaves unread hold more than
-    # this share of the query's idf: their summed ceilings are then more than a 100th best
-    # score reaches (long questions: 8-20 words), and the try only costs time. Skipping
-    # never changes an answer (a budget that proves the top, the next one proves too);
-    # a SciFact question's p95 fell from 82-113 to 58-69 ms at 250k chunks (BENCHMARKS.md).
-    _UNPROVABLE = 0.3
+    def packing_due(self) -> bool:
+        """Whether the common terms' postings should be packed (again): see packed_postings."""
+        return not self.read_only and packed_postings.due(self.db)
 
-    def _keyword_top(
-        self,
-        idfs: dict[str, float],
-        df: dict[str, int],
-        average: float,
-        limit: int,
-        weights: tuple[float, float, float] | None,
-    ) -> list[tuple[str, float]] | None:
-        """The top `limit` from the postings of the rarer terms (see _keyword_maxscore), or
-        None when every posting fits in the last budget (the full query is then as cheap).
+    def pack(self) -> int:
+        """Pack the common terms' postings; how many terms (packed_postings)."""
+        with self._transaction():
+            return packed_postings.pack(self.db, self._field_columns())
 
-        Exact when a budget proves it. When none does, the answer is the exact top of the
-        chunks holding one of the terms read: a chunk holding only the query's commonest
-        terms, those past the last budget, is left out. `_keyword_inexact` holds the
-        terms read when that happened (else []), for tests and benchmarks."""
-        order = sorted(idfs, key=lambda t: (df[t], t))
-        best: list[tuple[str, float]] = []
-        self._keyword_inexact: list[str] = []
-        for budget in self._RARE_POSTINGS:
-            rare, read = [], 0
-            for term in order:
-                if rare and read + df[term] > budget:
-                    break
-                rare.append(term)
-                read += df[term]
-            if len(rare) == len(order):
-                self._keyword_inexact = []
-                return None  # every posting is read anyway: the full query is as cheap
-            if rare == self._keyword_inexact:
-                continue  # the next term is over this budget too: nothing new to try
-            unread = sum(v for t, v in idfs.items() if t not in rare) / sum(idfs.values())
-            if budget != self._RARE_POSTINGS[-1] and unread > self._UNPROVABLE:
-                continue  # too much of the query left unread for this budget to prove it
-            self._keyword_inexact = rare
-            best, proven = self._keyword_maxscore(idfs, df, set(rare), average, limit, weights)
-            if proven:
-                self._keyword_inexact = []
-                return best
-        return best
-
-    def _keyword_maxscore(
-        self,
-        idfs: dict[str, float],
-        df: dict[str, int],
-        rare: set[str],
-        average: float,
-        limit: int,
-        weights: tuple[float, float, float] | None,
-    ) -> tuple[list[tuple[str, float]], bool]:
-        """MaxScore: score the chunks holding a `rare` term, add the other terms only
-        where they can change the top; return their top and whether it is the exact one.
-
-        A term's BM25F share stays below its ceiling idf * (k1 + 1) however often it
-        occurs. So a chunk holding no rare term scores at most the other terms' summed
-        ceilings, and a candidate whose rare-term score plus those ceilings falls short
-        of the `limit`-th best rare-term score cannot enter the top: only the others get
-        the other terms' counts, from a scan of a term's postings when it is not much
-        longer than the rare ones, else by looking each candidate up by the postings'
-        (term, doc) key. When the `limit`-th full score then beats the ceilings' sum, no
-        chunk left out can enter the top, nor tie with its last."""
-        read = sum(df[t] for t in rare)
-        # 0: read in full; 1: scanned and matched to the candidates; 2: looked up per candidate
-        mode = {t: 0 if t in rare else 1 if df[t] <= 8 * read else 2 for t in idfs}
-        ceiling = sum(v for t, v in idfs.items() if t not in rare) * (BM25_K1 + 1)
-        fields = [f"p.{f}" if self._has_fields() else "0" for f in FIELDS]
-        x = "p.tf / (1 - :b + :b * {} / :avg) + :w0 * {} + :w1 * {} + :w2 * {}"
-        share = "idf * x * (:k1 + 1) / (x + :k1)"
-        values = ",".join(f"(:t{i}, :i{i}, :m{i})" for i in range(len(idfs)))
-        params: dict[str, object] = {"b": BM25_B, "k1": BM25_K1, "avg": max(average, 1.0)}
-        params.update((f"w{i}", w) for i, w in enumerate(weights or FIELD_WEIGHTS))
-        for i, (term, idf) in enumerate(idfs.items()):
-            params.update({f"t{i}": term, f"i{i}": idf, f"m{i}": mode[term]})
-        params.update(limit=limit, floor=limit - 1, ceiling=ceiling)
-        rows = self.db.execute(
-            f"WITH q(term, idf, mode) AS (VALUES {values}), "
-            f"part(doc, length, score) AS MATERIALIZED (SELECT doc, length, SUM({share}) "
-            f"FROM (SELECT p.doc, d.length, q.idf, {x.format('d.length', *fields)} AS x "
-            "FROM q CROSS JOIN postings p ON p.term = q.term "
-            "CROSS JOIN documents d ON d.doc = p.doc WHERE q.mode = 0) GROUP BY doc), "
-            "floor(score) AS (SELECT score FROM part ORDER BY score DESC LIMIT 1 OFFSET :floor), "
-            "keep(doc, length, score) AS MATERIALIZED (SELECT doc, length, score FROM part "
-            "WHERE score + :ceiling >= COALESCE((SELECT score FROM floor), 0) - 1e-9), "
-            f"more(doc, v) AS (SELECT doc, {share} FROM ("
-            f"SELECT k.doc, q.idf, {x.format('k.length', *fields)} AS x FROM q "
-            "CROSS JOIN postings p ON p.term = q.term CROSS JOIN keep k ON k.doc = p.doc "
-            "WHERE q.mode = 1 UNION ALL "
-            f"SELECT k.doc, q.idf, {x.format('k.length', *fields)} AS x FROM keep k "
-            "CROSS JOIN q CROSS JOIN postings p ON p.term = q.term AND p.doc = k.doc "
-            "WHERE q.mode = 2)), "
-            "s(doc, v) AS (SELECT doc, score FROM keep UNION ALL SELECT doc, v FROM more), "
-            "top(doc, score) AS (SELECT doc, SUM(v) AS score FROM s GROUP BY doc "
-            "HAVING score > 0 ORDER BY ROUND(score, 9) DESC, doc LIMIT :limit) "
-            "SELECT d.chunk, top.score FROM top CROSS JOIN documents d ON d.doc = top.doc "
-            "ORDER BY ROUND(top.score, 9) DESC, top.doc",
-            params,
-        ).fetchall()
-        proven = len(rows) == limit and min(score for _, score in rows) > ceiling + 1e-9
-        return [(chunk, float(score)) for chunk, score in rows], proven
+    def _field_columns(self) -> list[str]:
+        return list(FIELDS) if self._has_fields() else ["0"] * len(FIELDS)
 
     def _keyword_exact(
         self,
@@ -650,13 +562,12 @@ class Manifest:
         return math.log(1 + (count - n + 0.5) / (n + 0.5))
 
     def _keyword_cache(self) -> dict:
-        """Collection statistics and document frequencies, kept while the index's
-        generation stays the same (every change to the postings bumps it): counting a
-        common term's postings is a good part of a query's time on a big index."""
+        """Collection statistics, kept while the index's generation stays the same (every
+        change to the postings bumps it): counting a big index's chunks takes milliseconds."""
         generation = self.generation()
         cache = getattr(self, "_keyword_memo", None)
-        if cache is None or cache["generation"] != generation or len(cache["df"]) > 100_000:
-            cache = {"generation": generation, "collection": {}, "df": {}}
+        if cache is None or cache["generation"] != generation:
+            cache = {"generation": generation, "collection": {}}
             self._keyword_memo = cache
         return cache
 
@@ -676,21 +587,6 @@ class Manifest:
                 ).fetchone()
             cache["collection"][cjk] = (count, average)
         return cache["collection"][cjk]
-
-    def _frequencies(self, cache: dict, terms: list[str]) -> dict[str, int]:
-        """Each term's number of chunks, for the terms found in any."""
-        known: dict[str, int] = cache["df"]
-        missing = [t for t in terms if t not in known]
-        if missing:
-            marks = ",".join("?" * len(missing))
-            known.update(dict.fromkeys(missing, 0))
-            known.update(
-                self.db.execute(
-                    f"SELECT term, COUNT(*) FROM postings WHERE term IN ({marks}) GROUP BY term",
-                    missing,
-                )
-            )
-        return {t: known[t] for t in terms if known[t]}
 
     def _has_fields(self) -> bool:
         """Whether the postings hold field counts (a read-only index from older code may not)."""

@@ -1,18 +1,23 @@
-"""Keyword search's fast path (rarer terms read, commoner ones looked up, MaxScore proof)
-gives exactly what scoring every posting gives: the same top ids in the same order and
-the same scores, on thousands of real chunks (this repository's own text)."""
+"""Keyword search gives exactly what scoring every posting row in SQL gives (the same
+top ids in the same order, the same scores) on thousands of real chunks (this
+repository's own text): with no packing, with common terms packed, and after files are
+added, changed and deleted behind a packing, before and after it is packed again."""
 
 from __future__ import annotations
 
 import random
+import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 import chunker
-from manifest import FileRecord, Manifest, chunk_row
+import packed_postings
+from manifest import ChunkRow, FileRecord, Manifest, chunk_row
+from tests.conftest import ROOT, clean_env, write_notes
 
-ROOT = Path(__file__).resolve().parent.parent
 SKIP = {".venv", ".git", "__pycache__", "node_modules", ".pytest_cache", ".ruff_cache"}
 WEIGHTS = [None, (0.0, 0.25, 0.0), (0.5, 1.0, 0.3)]
 
@@ -85,79 +90,97 @@ def same(fast: list[tuple[str, float]], exact: list[tuple[str, float]]) -> bool:
     )
 
 
-def holding(manifest: Manifest, terms: list[str]) -> set[str]:
-    """The chunks that hold one of these terms."""
-    marks = ",".join("?" * len(terms))
-    rows = manifest.db.execute(
-        "SELECT DISTINCT d.chunk FROM postings p JOIN documents d ON d.doc = p.doc "
-        f"WHERE p.term IN ({marks})",
-        terms,
-    )
-    return {r[0] for r in rows}
+def check(manifest: Manifest, n: int, seed: int) -> None:
+    """keyword() against the SQL reference on random queries, scripts, weights and limits."""
+    rng = random.Random(seed)
+    for terms in queries(manifest, n, seed):
+        cjk, weights = rng.choice([None, False, True]), rng.choice(WEIGHTS)
+        for limit in (1, 10, 40):
+            fast = manifest.keyword(terms, limit, cjk=cjk, weights=weights)
+            exact = manifest._keyword_exact(terms, limit, cjk=cjk, weights=weights)
+            assert exact, terms
+            assert same(fast, exact), (terms, limit, weights)
+
+
+def packed_terms(manifest: Manifest) -> int:
+    return manifest.db.execute("SELECT COUNT(*) FROM packed").fetchone()[0]
 
 
 def test_the_corpus_is_thousands_of_chunks(manifest: Manifest) -> None:
     assert manifest.db.execute("SELECT COUNT(*) FROM documents").fetchone()[0] >= 2000
 
 
-@pytest.mark.parametrize("budget", [(30,), (300,), (30, 300), Manifest._RARE_POSTINGS])
-def test_fast_path_is_exact_or_the_exact_top_of_the_chunks_holding_a_rarer_term(
-    manifest: Manifest, budget: tuple[int, ...]
-) -> None:
-    """Exact (ids, order, scores) wherever a budget proves the top or the query's postings
-    fit in the last one; otherwise exactly the top of the chunks that hold one of the
-    rarer terms read, with their exact scores: what is left out holds only commoner terms."""
-    manifest._RARE_POSTINGS = budget  # small budgets make the pruned paths do the work here
-    try:
-        rng = random.Random(str(budget))
-        inexact = 0
-        for terms in queries(manifest, 150, seed=sum(budget)):
-            cjk, weights = rng.choice([None, False, True]), rng.choice(WEIGHTS)
-            for limit in (10, 40):
-                fast = manifest.keyword(terms, limit, cjk=cjk, weights=weights)
-                read = manifest._keyword_inexact
-                exact = manifest._keyword_exact(terms, limit, cjk=cjk, weights=weights)
-                assert exact, terms
-                if not read:
-                    assert same(fast, exact), terms
-                    continue
-                inexact += 1
-                everything = manifest._keyword_exact(terms, 100_000, cjk=cjk, weights=weights)
-                held = holding(manifest, read)
-                assert same(fast, [hit for hit in everything if hit[0] in held][:limit]), terms
-        if budget == Manifest._RARE_POSTINGS:
-            assert inexact == 0  # a few thousand chunks: every query here is exact
-        elif max(budget) <= 30:
-            assert inexact > 0  # the rule was exercised, not only the exact paths
-    finally:
-        del manifest._RARE_POSTINGS
+def test_unpacked_search_is_exact(manifest: Manifest) -> None:
+    assert packed_postings.upto(manifest.db) is None
+    check(manifest, 150, seed=1)
 
 
-def test_skipping_a_budget_that_cannot_prove_the_top_changes_no_answer(
-    manifest: Manifest,
+def test_packed_search_is_exact_and_stays_exact_as_files_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A budget that leaves much of the query unread is skipped for the next one: the
-    answers must be those of trying every budget in turn."""
-    manifest._RARE_POSTINGS = (30, 300)
-    rng = random.Random(7)
-    try:
-        unproven = 0
-        for terms in queries(manifest, 200, seed=7):
-            cjk, weights = rng.choice([None, False, True]), rng.choice(WEIGHTS)
-            manifest._UNPROVABLE = 1.0  # never skip
-            every = manifest.keyword(terms, 10, cjk=cjk, weights=weights)
-            unproven += bool(manifest._keyword_inexact)  # both budgets were tried
-            manifest._UNPROVABLE = 0.0  # skip every budget but the last
-            assert manifest.keyword(terms, 10, cjk=cjk, weights=weights) == every, terms
-            manifest._UNPROVABLE = 0.3
-            assert manifest.keyword(terms, 10, cjk=cjk, weights=weights) == every, terms
-        assert unproven  # the pruned paths did the work, not only full queries
-    finally:
-        del manifest._RARE_POSTINGS, manifest._UNPROVABLE
+    """Common terms packed; then files added (rows past the packing), changed and deleted
+    (documents the packing holds, left out), all without packing again; then packed again."""
+    monkeypatch.setattr(packed_postings, "PACK_DF", 20)
+    index = Manifest(tmp_path / "manifest.sqlite3")
+    paths = sources()
+    record(index, paths[: len(paths) // 2])
+    assert index.packing_due()
+    assert index.pack() > 100
+    assert not index.packing_due()
+    check(index, 80, seed=2)
+
+    record(index, paths[len(paths) // 2 :])  # new files: their documents are past the packing
+    gone = paths[: len(paths) // 8]
+    index.forget(p.relative_to(ROOT).as_posix() for p in gone)
+    record(index, paths[len(paths) // 8 : len(paths) // 4], copy="")  # changed: re-recorded
+    left_out = index.db.execute("SELECT COUNT(*) FROM packed_gone").fetchone()[0]
+    past = index.db.execute(
+        "SELECT COUNT(*) FROM documents WHERE doc > ?", (packed_postings.upto(index.db),)
+    ).fetchone()[0]
+    assert left_out > 100 and past > 1000  # both sides of a stale packing are in play
+    check(index, 80, seed=3)
+
+    assert index.packing_due()
+    index.pack()
+    assert index.db.execute("SELECT COUNT(*) FROM packed_gone").fetchone()[0] == 0
+    check(index, 80, seed=4)
+    index.close()
+
+
+def test_a_packed_document_id_is_never_given_again(tmp_path: Path) -> None:
+    """Deleting the last document then recording a new one must not reuse its id: the
+    packing would otherwise lend the new chunk the old one's counts."""
+    index = Manifest(tmp_path / "manifest.sqlite3")
+    row = chunk_row("a#0", "h0", "alpha beta", title="A", aliases=[], chain=[])
+    index.record([(FileRecord("a.md", "m", 1, 0, 1), [row])])
+    index.pack()
+    last = packed_postings.upto(index.db)
+    index.forget(["a.md"])
+    other = chunk_row("b#0", "h1", "gamma", title="B", aliases=[], chain=[])
+    index.record([(FileRecord("b.md", "m", 1, 0, 1), [other])])
+    doc = index.db.execute("SELECT doc FROM documents WHERE chunk = 'b#0'").fetchone()[0]
+    assert doc > last
+    index.close()
+
+
+def test_a_count_too_wide_to_pack_is_read_from_its_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(packed_postings, "PACK_DF", 2)
+    index = Manifest(tmp_path / "manifest.sqlite3")
+    rows = [ChunkRow(f"c#{i}", f"h{i}", ["word"] * (70_000 if i == 0 else 1) + ["other"])
+            for i in range(3)]  # fmt: skip
+    index.record([(FileRecord("c.md", "m", 1, 0, 3), rows)])
+    index.pack()
+    packed = {t for (t,) in index.db.execute("SELECT term FROM packed")}
+    assert packed == {"other"}  # "word" occurs 70,000 times in one chunk: past 16 bits
+    assert same(index.keyword(["word", "other"], 3), index._keyword_exact(["word", "other"], 3))
+    assert index.keyword(["word"], 1)[0][0] == "c#0"
+    index.close()
 
 
 def test_statistics_cached_for_a_query_follow_a_change(tmp_path: Path) -> None:
-    """Document frequencies are kept between queries; a change to the index drops them."""
+    """Collection statistics are kept between queries; a change to the index drops them."""
     index = Manifest(tmp_path / "manifest.sqlite3")
     paths = sorted((ROOT / "knowledge").rglob("*.md"))
     record(index, paths)
@@ -170,3 +193,43 @@ def test_statistics_cached_for_a_query_follow_a_change(tmp_path: Path) -> None:
     assert same(after, index._keyword_exact(terms, 10))
     assert after[0][1] != before[0][1]
     index.close()
+
+
+def test_a_read_only_index_from_older_code_searches_without_packing(tmp_path: Path) -> None:
+    index = Manifest(tmp_path / "manifest.sqlite3")
+    record(index, sorted((ROOT / "knowledge").rglob("*.md")))
+    index.db.execute("DROP TABLE packed")
+    index.db.execute("DROP TABLE packed_gone")
+    index.close()
+    old = Manifest(tmp_path / "manifest.sqlite3", read_only=True)
+    terms = [t for t, _ in vocabulary(old)[:40:4]]
+    assert not old.packing_due()
+    assert same(old.keyword(terms, 10), old._keyword_exact(terms, 10))
+    old.close()
+
+
+def test_a_sync_packs_and_an_older_index_is_packed_on_its_next_start(tmp_path: Path) -> None:
+    kb = write_notes(tmp_path / "kb", {f"n{i}.md": f"# Note {i}\n\nword{i} shared text\n"
+                                       for i in range(5)})  # fmt: skip
+    index_dir = tmp_path / "ix"
+    command = [sys.executable, str(ROOT / "rag.py"), "--knowledge", str(kb),
+               "--index-dir", str(index_dir), "index", "--keyword-only"]  # fmt: skip
+
+    def packed_upto() -> str | None:
+        db = sqlite3.connect(index_dir / "manifest.sqlite3")
+        row = db.execute("SELECT value FROM meta WHERE key = 'packed_upto'").fetchone()
+        db.close()
+        return row[0] if row else None
+
+    subprocess.run(command, env=clean_env(), check=True, capture_output=True, timeout=120)
+    assert packed_upto() == "5"
+    db = sqlite3.connect(index_dir / "manifest.sqlite3")  # as older code left it
+    db.execute("DROP TABLE packed")
+    db.execute("DROP TABLE packed_gone")
+    db.execute("DELETE FROM meta WHERE key IN ('packed_upto', 'packed_docs')")
+    db.commit()
+    db.close()
+    done = subprocess.run(command, env=clean_env(), check=True, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert "index up to date" in done.stderr  # nothing re-recorded
+    assert packed_upto() == "5"
