@@ -14,6 +14,11 @@ real search as shipped, for Chinese questions about the English notes
 English and cross-language sets by the real search only. `--shipped` scores the real search
 alone, so this file (with obsidian-zh.jsonl) can be copied into an older checkout to
 measure that version on the same questions.
+
+`--language-rule` also tries, for a CJK question, discounting the keyword scores of CJK
+chunks when most of the dense top 5 are not CJK (the question seems to be about the
+other language's notes), at a few thresholds and discounts (tried and dropped:
+BENCHMARKS.md, "Chinese questions about English notes").
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ SHIPPED_ONLY = (
 SHIPPED = "askmd search as shipped"
 
 TODAY, EVERY = "today: USE over CJK chunks", "USE over every chunk"
+RULES = [(least, discount) for least in (0.4, 0.6, 0.8, 1.0) for discount in (0.0, 0.3, 0.6)]
 
 
 def main() -> None:
@@ -55,6 +61,9 @@ def main() -> None:
     parser.add_argument("--alphas", default="0.5,0.6", help="dense shares to try")
     parser.add_argument(
         "--shipped", action="store_true", help="score the real search only (any version)"
+    )
+    parser.add_argument(
+        "--language-rule", action="store_true", help="try the dense-language keyword rule"
     )
     args = parser.parse_args()
     shares = [float(a) for a in args.alphas.split(",") if a]
@@ -69,6 +78,7 @@ def main() -> None:
     side.open_existing()
     companion = index.embedder.companion()
     rows: dict[tuple[str, str], list] = {}
+    cjk_of = dict(index.manifest.db.execute("SELECT chunk, cjk FROM documents"))
     for label, name, kinds, prefix in SETS + SHIPPED_ONLY:
         for q in load(name, kinds):
             text, relevant = q["query"], {prefix + r for r in q["relevant"]}
@@ -92,6 +102,18 @@ def main() -> None:
             rows.setdefault((label, "keyword"), []).append(
                 (files([c for c, _ in keyword]), relevant)
             )
+            if args.language_rule:
+                dense = [(s.id, 1 - s.distance) for s in every]
+                other = sum(1 for c, _ in dense[:5] if not cjk_of.get(c, 0)) / 5
+                for least, discount in RULES:
+                    kept = keyword
+                    if other >= least:
+                        kept = sorted(((c, v * (discount if cjk_of.get(c, 0) else 1.0))
+                                       for c, v in keyword), key=lambda x: -x[1])  # fmt: skip
+                    rows.setdefault((label, f"{EVERY}, CJK keyword x{discount} when "
+                                     f">= {least:.0%} of dense top 5 not CJK"), []).append(
+                        (files(fuse(dense, kept, 0.5)), relevant)
+                    )  # fmt: skip
     print("| set | ranking | n | hit@1 | hit@5 | hit@10 | MRR@10 |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for (label, rule), runs in rows.items():
