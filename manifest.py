@@ -511,8 +511,8 @@ class Manifest:
         cjk: bool | None = None,
         weights: tuple[float, float, float] | None = None,
     ) -> list[tuple[str, float]]:
-        """`keyword` by reading every posting of every term, nothing cached: the reference
-        the fast path is tested against."""
+        """`keyword` in SQL over the posting rows alone, nothing packed or cached: the
+        reference the packed scoring is tested against."""
         unique = sorted(set(terms))
         if not unique or limit <= 0:
             return []
@@ -520,27 +520,16 @@ class Manifest:
         if not count:
             return []
         marks = ",".join("?" * len(unique))
-        frequency = dict(
-            self.db.execute(
-                f"SELECT term, COUNT(*) FROM postings WHERE term IN ({marks}) GROUP BY term",
-                unique,
-            )
+        frequency = self.db.execute(
+            f"SELECT term, COUNT(*) FROM postings WHERE term IN ({marks}) GROUP BY term", unique
         )
-        idfs = {t: self._idf(n, count) for t, n in frequency.items()}
-        return self._keyword_scan(idfs, average, limit, weights) if idfs else []
-
-    def _keyword_scan(
-        self,
-        idfs: dict[str, float],
-        average: float,
-        limit: int,
-        weights: tuple[float, float, float] | None,
-    ) -> list[tuple[str, float]]:
-        """The full query: every posting of every term scored, the best `limit` kept."""
+        idfs = {t: self._idf(n, count) for t, n in frequency}
+        if not idfs:
+            return []
         values = ",".join("(?, ?)" for _ in idfs)
         # BM25F with one saturation: x is the term's length-normalised count in the text
         # plus its weighted counts in the short fields; with no field weight this is BM25.
-        fields = " ".join(f"+ ? * p.{f}" if self._has_fields() else "+ ? * 0" for f in FIELDS)
+        fields = " ".join(f"+ ? * {f}" for f in self._field_columns())
         rows = self.db.execute(
             f"WITH q(term, idf) AS (VALUES {values}), "
             "s(doc, idf, x) AS (SELECT p.doc, q.idf, "
