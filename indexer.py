@@ -254,8 +254,10 @@ def sync(
                 with commit():
                     _reread_links(settings, manifest)
             if manifest.packing_due():  # common terms' postings as arrays: fast keyword search
-                with commit():
-                    manifest.pack()
+                # Outside commit(): searches need not wait (seconds on a big folder). They
+                # read through their own connections, which see the packing before or after,
+                # and a packing changes no score, so the generation stays as it is.
+                manifest.pack()
             if vectors and needs_filling(settings, manifest):
                 only = None if vectors is True else vectors
                 fill(settings, store, manifest, make_embedder, report=report,

@@ -9,6 +9,7 @@ import random
 import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -145,6 +146,44 @@ def test_packed_search_is_exact_and_stays_exact_as_files_change(
     assert index.db.execute("SELECT COUNT(*) FROM packed_gone").fetchone()[0] == 0
     check(index, 80, seed=4)
     index.close()
+
+
+def test_searches_during_a_packing_stay_exact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sync packs without holding searches back: a search on another connection while
+    the packing is written sees the old packing or the new one, never a mix."""
+    monkeypatch.setattr(packed_postings, "PACK_DF", 10)
+    path = tmp_path / "manifest.sqlite3"
+    writer = Manifest(path)
+    paths = sources()
+    record(writer, paths[: len(paths) // 2])
+    writer.pack()
+    record(writer, paths[len(paths) // 2 :])  # half the documents are past the packing
+    ready, done = threading.Event(), threading.Event()
+    rounds, failures = [], []
+
+    def search() -> None:  # its own connection, as each thread of a server has
+        reader = Manifest(path)
+        terms = queries(reader, 30, seed=5)
+        expected = [reader._keyword_exact(t, 10) for t in terms]
+        ready.set()
+        while not done.is_set() or not rounds:
+            for t, want in zip(terms, expected, strict=True):
+                if not same(reader.keyword(t, 10), want):
+                    failures.append(t)
+            rounds.append(1)
+        reader.close()
+
+    searcher = threading.Thread(target=search)
+    searcher.start()
+    assert ready.wait(120)
+    for _ in range(3):
+        writer.pack()
+    done.set()
+    searcher.join(120)
+    assert rounds and not failures
+    writer.close()
 
 
 def test_a_packed_document_id_is_never_given_again(tmp_path: Path) -> None:
