@@ -5,8 +5,9 @@ On a big folder most of a keyword query's time went into reading common terms' p
 row by row: a long question holds several terms found in 5,000 to 100,000 of 250,000
 chunks. A term found in PACK_DF chunks or more is packed into one blob (its documents,
 their lengths and the term's counts), so the query reads a few blobs and sums the BM25F
-shares with numpy, exactly, for every chunk (BENCHMARKS.md, "Keyword search at 250k
-chunks"). Rarer terms are read from their rows, as few as they are.
+shares with numpy, exactly, for every chunk (BENCHMARKS.md, "Keyword search and no-change
+start at documentation-set size"). Rarer terms are read from their rows, as few as they
+are.
 
 The postings table stays the truth. A packed term is its postings as of the packing
 (documents up to `packed_upto`), less the documents deleted since (`packed_gone`), plus
@@ -64,7 +65,8 @@ def due(db: sqlite3.Connection) -> bool:
     last = upto(db)
     if last is None:
         return db.execute("SELECT 1 FROM documents LIMIT 1").fetchone() is not None
-    packed = int(db.execute("SELECT value FROM meta WHERE key = 'packed_docs'").fetchone()[0])
+    row = db.execute("SELECT value FROM meta WHERE key = 'packed_docs'").fetchone()
+    packed = int(row[0]) if row else 0
     added = db.execute("SELECT COUNT(*) FROM documents WHERE doc > ?", (last,)).fetchone()[0]
     gone = db.execute("SELECT COUNT(*) FROM packed_gone").fetchone()[0]
     return added + gone >= max(REPACK_MIN, REPACK_SHARE * packed)
@@ -79,12 +81,16 @@ def pack(db: sqlite3.Connection, fields: list[str]) -> int:
     db.execute("DELETE FROM packed")
     db.execute("DELETE FROM packed_gone")
     last, count = db.execute("SELECT COALESCE(MAX(doc), 0), COUNT(*) FROM documents").fetchone()
-    lengths = np.zeros(last + 1, dtype=np.int64)
-    docs = np.fromiter((v for row in db.execute("SELECT doc, length FROM documents")
-                        for v in row), dtype=np.int64, count=2 * count).reshape(-1, 2)  # fmt: skip
-    lengths[docs[:, 0]] = docs[:, 1]
-    terms = [t for (t,) in db.execute(
-        "SELECT term FROM postings GROUP BY term HAVING COUNT(*) >= ?", (PACK_DF,))]  # fmt: skip
+    if last > np.iinfo(np.int32).max:
+        terms = []  # ids past the record's width (billions of chunks recorded): rows only
+    else:
+        query = "SELECT term FROM postings GROUP BY term HAVING COUNT(*) >= ?"
+        terms = [t for (t,) in db.execute(query, (PACK_DF,))]
+    lengths = np.zeros(last + 1 if terms else 0, dtype=np.int64)
+    if terms:
+        pairs = db.execute("SELECT doc, length FROM documents")
+        docs = np.fromiter((v for row in pairs for v in row), dtype=np.int64, count=2 * count)
+        lengths[docs[0::2]] = docs[1::2]
     kind, widest = row_type(), np.array([w or 0 for w in _WIDEST])
     packed = 0
     for term in terms:
