@@ -163,6 +163,12 @@ class SyncProgress:
         else:
             self.bar.update(self.chunks_task, eta="")
 
+    def step(self, label: str) -> None:
+        """A long step with no count to move (sorting, packing) named beside the files bar,
+        so a full bar that stays still for a minute says why."""
+        if self.bar is not None:
+            self.bar.update(self.files_task, eta=f"{label}…" if label else "")
+
     def finish(self) -> None:
         if self.bar is not None:
             self.bar.stop()

@@ -74,13 +74,15 @@ class SyncReport:
 class Progress(Protocol):
     """What a sync reports as it goes: `start` with the files to index, `chunked` per file
     as it is read and split (so the file count moves from the start), `advance` per group
-    of files recorded; then `filling` with the chunks that wait for vectors and `advance`
-    per batch of them embedded or found cached; then `finish`."""
+    of files recorded, `step` naming a long step that moves no count ("" when it is over);
+    then `filling` with the chunks that wait for vectors and `advance` per batch of them
+    embedded or found cached; then `finish`."""
 
     def start(self, files: int, chunks: int) -> None: ...
     def chunked(self, chunks: int) -> None: ...
     def filling(self, chunks: int) -> None: ...
     def advance(self, files: int = 0, chunks: int = 0) -> None: ...
+    def step(self, label: str) -> None: ...
     def finish(self) -> None: ...
 
 
@@ -89,6 +91,7 @@ class NoProgress:
     def chunked(self, chunks: int) -> None: ...
     def filling(self, chunks: int) -> None: ...
     def advance(self, files: int = 0, chunks: int = 0) -> None: ...
+    def step(self, label: str) -> None: ...
     def finish(self) -> None: ...
 
 
@@ -257,7 +260,9 @@ def sync(
                 # Outside commit(): searches need not wait (seconds on a big folder). They
                 # read through their own connections, which see the packing before or after,
                 # and a packing changes no score, so the generation stays as it is.
+                progress.step("packing common terms")
                 manifest.pack()
+                progress.step("")
             if vectors and needs_filling(settings, manifest):
                 only = None if vectors is True else vectors
                 fill(settings, store, manifest, make_embedder, report=report,
@@ -674,8 +679,10 @@ def _index(k: _Keywords, sources: list[str]) -> None:
         _prepare_and_record(k, jobs)
     finally:  # on Ctrl-C too: the files recorded so far become searchable
         if loading:
+            progress.step("sorting the keyword index")  # a minute for 200 MB of notes
             with k.commit():
                 k.manifest.finish_load()
+            progress.step("")
 
 
 def _prepare_and_record(k: _Keywords, jobs: list[prepare.Job]) -> None:

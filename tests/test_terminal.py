@@ -346,3 +346,28 @@ def test_reindex_says_what_was_rebuilt_warns_once_and_counts_right(tmp_path, ser
     assert said.count("rebuilt: 1 file, 1 chunk (all from cache)") == 2, said
     assert "indexed: 1 added, 0 changed, 0 deleted, 0 unchanged; 1 chunk embedded" in said
     assert "asked for" not in said and "1 chunks" not in said and "1 files" not in said
+
+
+def test_a_long_step_with_no_count_is_named_beside_the_files_bar(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Sorting the postings and packing common terms take a minute on a big folder with
+    the files bar already full: the bar says what is happening, and stops saying it."""
+    import io
+
+    from rich.console import Console
+
+    import console
+
+    screen = io.StringIO()
+    monkeypatch.setattr(console, "err", Console(file=screen, force_terminal=True, width=100))
+    progress = console.SyncProgress()
+    progress.start(3, 0)
+    for _ in range(3):
+        progress.chunked(1)
+    progress.step("sorting the keyword index")
+    progress.bar.refresh()
+    assert "sorting the keyword index…" in screen.getvalue()
+    progress.step("")
+    assert progress.bar.tasks[0].fields["eta"] == ""
+    progress.finish()
