@@ -6,10 +6,12 @@ added, changed and deleted behind a packing, before and after it is packed again
 from __future__ import annotations
 
 import random
+import signal
 import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -272,3 +274,33 @@ def test_a_sync_packs_and_an_older_index_is_packed_on_its_next_start(tmp_path: P
                           text=True, timeout=120)  # fmt: skip
     assert "index up to date" in done.stderr  # nothing re-recorded
     assert packed_upto() == "5"
+
+
+def test_a_packing_killed_midway_leaves_the_last_one_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kill -9 while every term is being packed: the packing before it stays whole (one
+    transaction) and searches stay exact."""
+    monkeypatch.setattr(packed_postings, "PACK_DF", 20)
+    path = tmp_path / "manifest.sqlite3"
+    index = Manifest(path)
+    record(index, sources())
+    index.pack()
+    before = (packed_postings.upto(index.db), packed_terms(index))
+    index.close()
+    script = (
+        f"import sys; sys.path.insert(0, {str(ROOT)!r}); import packed_postings; "
+        "packed_postings.PACK_DF = 1; from pathlib import Path; from manifest import Manifest; "
+        f"m = Manifest(Path({str(path)!r})); print('packing', flush=True); m.pack(); "
+        "print('done', flush=True)"
+    )
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "packing"
+    time.sleep(0.5)
+    child.send_signal(signal.SIGKILL)
+    child.wait(30)
+    assert child.stdout.read() == ""  # killed before it finished
+    index = Manifest(path)
+    assert (packed_postings.upto(index.db), packed_terms(index)) == before
+    check(index, 40, seed=6)
+    index.close()
