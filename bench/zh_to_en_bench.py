@@ -17,8 +17,10 @@ measure that version on the same questions.
 
 `--language-rule` also tries, for a CJK question, discounting the keyword scores of CJK
 chunks when most of the dense top 5 are not CJK (the question seems to be about the
-other language's notes), at a few thresholds and discounts (tried and dropped:
-BENCHMARKS.md, "Chinese questions about English notes").
+other language's notes), at a few thresholds and discounts; `--per-language` searches
+USE's CJK and non-CJK vectors apart, each list scaled on its own before they are merged,
+against its bias to the question's language (both tried and dropped: BENCHMARKS.md,
+"Chinese questions about English notes").
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from multilingual_bench import POOL, files, fuse, load, score  # noqa: E402
+from multilingual_bench import POOL, files, fuse, load, scaled, score  # noqa: E402
 
 from pipeline import Index  # noqa: E402
 from settings import load_settings  # noqa: E402
@@ -64,6 +66,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--language-rule", action="store_true", help="try the dense-language keyword rule"
+    )
+    parser.add_argument(
+        "--per-language", action="store_true", help="try USE searched per language, merged"
     )
     args = parser.parse_args()
     shares = [float(a) for a in args.alphas.split(",") if a]
@@ -102,6 +107,21 @@ def main() -> None:
             rows.setdefault((label, "keyword"), []).append(
                 (files([c for c, _ in keyword]), relevant)
             )
+            if args.per_language:
+                apart = [side.nearest(vector, POOL // 2, where={"cjk": cjk}, content=False)
+                         for cjk in (True, False)]  # fmt: skip
+                merged: dict[str, float] = {}
+                for found in apart:
+                    for c, v in scaled([(s.id, 1 - s.distance) for s in found]).items():
+                        merged[c] = max(merged.get(c, 0.0), v)
+                dense = sorted(merged.items(), key=lambda x: -x[1])
+                rows.setdefault((label, "USE per language, dense"), []).append(
+                    (files([c for c, _ in dense]), relevant)
+                )
+                for share in (0.5, 0.6, 0.7):
+                    rows.setdefault((label, f"USE per language, hybrid {share}"), []).append(
+                        (files(fuse(dense, keyword, share)), relevant)
+                    )
             if args.language_rule:
                 dense = [(s.id, 1 - s.distance) for s in every]
                 other = sum(1 for c, _ in dense[:5] if not cjk_of.get(c, 0)) / 5
