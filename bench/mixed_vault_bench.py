@@ -20,10 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from multilingual_bench import POOL, files, fuse, load, median_merge, score  # noqa: E402
-
-from pipeline import Index  # noqa: E402
-from settings import load_settings  # noqa: E402
+from multilingual_bench import POOL, files, fuse, load, median_merge, open_mixed, score  # noqa: E402
 
 SETS = (
     ("EN all", "obsidian-en.jsonl", ("plain", "hard"), "en/"),
@@ -38,16 +35,7 @@ def main() -> None:
     parser.add_argument("ix", type=Path)
     parser.add_argument("--rebuild", action="store_true", help="for a seeded manifest")
     args = parser.parse_args()
-    settings = load_settings(
-        environ={}, dotenv_path=None, overrides={"knowledge_dir": args.kb, "index_dir": args.ix}
-    )
-    index = Index(settings)
-    report = index.sync(rebuild=args.rebuild)
-    print(f"sync {report.seconds:.0f} s, {report.chunks_total} chunks", file=sys.stderr)
-    index.search("warm up", 1)
-    side = index.store.side(index.embedder.companion_id)
-    side.open_existing()
-    companion = index.embedder.companion()
+    index, side, companion = open_mixed(args.kb, args.ix, args.rebuild)
     rules: dict[tuple[str, str], list] = {}
     for label, name, kinds, prefix in SETS:
         for q in load(name, kinds):

@@ -39,6 +39,21 @@ SETS = (
 POOL = 100
 
 
+def open_mixed(kb: Path, ix: Path, rebuild: bool = False):
+    """The index of folder `kb` in `ix`, synced with the default settings and warmed up,
+    with its multilingual side collection and model: (index, side store, side model)."""
+    settings = load_settings(
+        environ={}, dotenv_path=None, overrides={"knowledge_dir": kb, "index_dir": ix}
+    )
+    index = Index(settings)
+    report = index.sync(rebuild=rebuild)
+    print(f"sync {report.seconds:.0f} s, {report.chunks_total} chunks", file=sys.stderr)
+    index.search("warm up", 1)
+    side = index.store.side(index.embedder.companion_id)
+    side.open_existing()
+    return index, side, index.embedder.companion()
+
+
 def load(name: str, kinds: tuple[str, ...]) -> list[dict]:
     path = ROOT / "bench" / "paraphrase" / name
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]

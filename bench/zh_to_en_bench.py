@@ -32,10 +32,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from multilingual_bench import POOL, files, fuse, load, scaled, score  # noqa: E402
+from multilingual_bench import POOL, files, fuse, load, open_mixed, scaled, score  # noqa: E402
 
-from pipeline import Index  # noqa: E402
-from settings import load_settings  # noqa: E402
 from terms import content_terms  # noqa: E402
 
 SETS = (
@@ -72,16 +70,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     shares = [float(a) for a in args.alphas.split(",") if a]
-    settings = load_settings(
-        environ={}, dotenv_path=None, overrides={"knowledge_dir": args.kb, "index_dir": args.ix}
-    )
-    index = Index(settings)
-    report = index.sync()
-    print(f"sync {report.seconds:.0f} s, {report.chunks_total} chunks", file=sys.stderr)
-    index.search("warm up", 1)
-    side = index.store.side(index.embedder.companion_id)
-    side.open_existing()
-    companion = index.embedder.companion()
+    index, side, companion = open_mixed(args.kb, args.ix)
     rows: dict[tuple[str, str], list] = {}
     cjk_of = dict(index.manifest.db.execute("SELECT chunk, cjk FROM documents"))
     for label, name, kinds, prefix in SETS + SHIPPED_ONLY:
