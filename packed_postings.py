@@ -66,7 +66,9 @@ def due(db: sqlite3.Connection) -> bool:
     if last is None:
         return db.execute("SELECT 1 FROM documents LIMIT 1").fetchone() is not None
     row = db.execute("SELECT value FROM meta WHERE key = 'packed_docs'").fetchone()
-    packed = int(row[0]) if row else 0
+    if row is None:
+        return True  # a packing without its count cannot be judged: pack again
+    packed = int(row[0])
     added = db.execute("SELECT COUNT(*) FROM documents WHERE doc > ?", (last,)).fetchone()[0]
     gone = db.execute("SELECT COUNT(*) FROM packed_gone").fetchone()[0]
     return added + gone >= max(REPACK_MIN, REPACK_SHARE * packed)

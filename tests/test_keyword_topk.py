@@ -304,3 +304,14 @@ def test_a_packing_killed_midway_leaves_the_last_one_whole(
     assert (packed_postings.upto(index.db), packed_terms(index)) == before
     check(index, 40, seed=6)
     index.close()
+
+
+def test_a_packing_whose_count_was_lost_is_redone_not_a_crash(tmp_path: Path) -> None:
+    index = Manifest(tmp_path / "manifest.sqlite3")
+    record(index, sorted((ROOT / "knowledge").rglob("*.md")))
+    index.pack()
+    index.db.execute("DELETE FROM meta WHERE key = 'packed_docs'")
+    assert index.packing_due()
+    index.pack()
+    assert not index.packing_due()
+    index.close()
