@@ -53,6 +53,13 @@ KEEP_BROKEN = 2  # damaged Chroma folders kept for inspection; older ones are de
 LEASE_SECONDS = 180.0  # a server collection's writer lease lasts this long unless renewed
 RENEW_SECONDS = 60.0  # how often a writer renews its lease while it writes
 SETTLE_SECONDS = 0.25  # between writing a lease and reading it back to see who won
+# Candidates Chroma's HNSW search explores. Its default (100) equals the retriever's pool,
+# so the pool's tail was approximate and differed between processes (the graph search is
+# not repeatable at that depth); min-max scaling reads the pool's last score, so near-tie
+# first places flipped from run to run. At 800 the pool holds 0.997 of the exact top 100
+# (0.90-0.96 at 100) and the paraphrase sets score the same in every run, for +0.7 ms a
+# query at 250k vectors (BENCHMARKS.md, "Dense search depth").
+EF_SEARCH = 800
 # What Chroma's embedded client says when its files on disk no longer agree: a HNSW
 # segment saved without its id map and log watermark, a torn file, a corrupt SQLite.
 _DAMAGE_WORDS = ("hnsw", "segment", "compaction", "backfill", "pickle", "malformed",
@@ -204,6 +211,7 @@ class Store:
             if self.name not in [c.name for c in client.list_collections()]:
                 return False
             self._collection = client.get_collection(self.name, embedding_function=None)
+            _deepen(self._collection)
         except Exception as exc:  # noqa: BLE001
             raise self._failure(exc) from None
         return True
@@ -294,10 +302,11 @@ class Store:
             self._collection = client.get_or_create_collection(
                 self.name,
                 metadata={**meta, **held} or None,
-                configuration={"hnsw": {"space": "cosine"}},
+                configuration={"hnsw": {"space": "cosine", "ef_search": EF_SEARCH}},
                 embedding_function=None,
             )
             stored = dict(self._collection.metadata or {})
+            _deepen(self._collection)
         except Exception as exc:  # noqa: BLE001
             raise self._failure(exc) from None
         other = Lease.read(stored)
@@ -628,6 +637,20 @@ class Store:
                 cause=first,
             )
         return AskmdError(_explain(self.where, exc))
+
+
+def _deepen(collection) -> None:
+    """Give a collection made by older code (HNSW ef_search 100) the search depth of
+    EF_SEARCH. It is kept in the collection's configuration; this process, which has not
+    searched it yet, searches at the new depth too. A failed change (a server that refuses
+    it, a locked database) leaves the old depth: shallower, still correct."""
+    hnsw = (collection.configuration_json or {}).get("hnsw") or {}
+    if hnsw.get("ef_search", EF_SEARCH) >= EF_SEARCH:
+        return
+    try:
+        collection.modify(configuration={"hnsw": {"ef_search": EF_SEARCH}})
+    except Exception:  # noqa: BLE001 - see the docstring
+        logging.getLogger(__name__).debug("could not deepen %s", collection.name, exc_info=True)
 
 
 def _make_writable(folder: Path) -> None:

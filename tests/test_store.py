@@ -19,7 +19,7 @@ import pytest
 
 import chunker
 from errors import AskmdError
-from store import Store, Stored, chunk_metadata
+from store import EF_SEARCH, Store, Stored, chunk_metadata
 from tests.conftest import ROOT
 
 META = {"embedder": "test-embedder", "fingerprint": "f1", "dim": 8}
@@ -252,6 +252,85 @@ def test_open_creates_the_collection_and_a_reopen_sees_the_same_data(tmp_path: P
     assert [h[3] for h in hits] == pytest.approx(distances(before), abs=1e-6)
 
 
+def random_units(n: int, dim: int, seed: int) -> np.ndarray:
+    v = np.random.default_rng(seed).normal(size=(n, dim)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_the_dense_pool_is_the_exact_top_100(store: Store) -> None:
+    """The retriever scales its pool of 100 by the pool's last score, so the pool must be
+    the real top 100, the same in every process. On these 3,000 vectors Chroma's default
+    depth (ef_search 100) returns 0.92 of it on average (0.88 at worst)."""
+    vectors = random_units(3000, 64, seed=1)
+    ids = [f"n{i // 10}.md#{i % 10}" for i in range(len(vectors))]
+    metas = [{"source": f"n{i // 10}.md"} for i in range(len(vectors))]
+    store.replace(sorted({m["source"] for m in metas}), ids, [""] * len(ids), metas, vectors)
+    for query in random_units(10, 64, seed=2):
+        exact = {ids[i] for i in np.argsort(-(vectors @ query))[:100]}
+        assert {s.id for s in store.nearest(query, 100, content=False)} == exact
+
+
+def chroma(index_dir: Path):
+    """A client of the index's Chroma folder, as the store makes it (settings must match)."""
+    import chromadb
+    from chromadb.config import Settings
+
+    path = str(index_dir / "chroma")
+    return chromadb.PersistentClient(path=path, settings=Settings(anonymized_telemetry=False))
+
+
+def hnsw_depth(index_dir: Path, name: str = "askmd") -> int:
+    return chroma(index_dir).get_collection(name).configuration_json["hnsw"]["ef_search"]
+
+
+def test_a_new_collection_and_its_side_collection_search_at_full_depth(tmp_path: Path) -> None:
+    s = Store(index_dir=tmp_path / "ix")
+    s.open(META)
+    s.side("other-model").open({"embedder": "other-model"})
+    assert hnsw_depth(tmp_path / "ix") == EF_SEARCH
+    assert hnsw_depth(tmp_path / "ix", s.side("other-model").name) == EF_SEARCH
+
+
+@pytest.mark.parametrize("opening", ["open", "open_existing"])
+def test_a_collection_made_by_older_code_is_deepened_when_opened(
+    tmp_path: Path, opening: str
+) -> None:
+    """Older code made its collections at Chroma's default depth; the next run to open
+    one, to write or only to search, sets the new depth and its search uses it."""
+    old = chroma(tmp_path / "ix").create_collection("askmd", metadata=META, configuration={"hnsw": {"space": "cosine"}})
+    vectors = random_units(3000, 64, seed=1)
+    ids = [str(i) for i in range(len(vectors))]
+    for start in range(0, len(ids), 1000):
+        old.add(
+            ids=ids[start : start + 1000],
+            embeddings=vectors[start : start + 1000],
+            metadatas=[{"source": "a.md"}] * len(ids[start : start + 1000]),
+        )
+    assert hnsw_depth(tmp_path / "ix") == 100
+    script = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "import numpy as np\n"
+        "from store import Store\n"
+        "s = Store(index_dir=Path(sys.argv[1]))\n"
+        f"s.{'open(' + repr(META) + ')' if opening == 'open' else 'open_existing()'}\n"
+        "queries = np.array(json.loads(sys.argv[2]), dtype=np.float32)\n"
+        "print(json.dumps([[h.id for h in s.nearest(q, 100, content=False)] for q in queries]))\n"
+    )
+    queries = random_units(10, 64, seed=2)
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "ix"), json.dumps(queries.tolist())],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert hnsw_depth(tmp_path / "ix") == EF_SEARCH
+    for query, found in zip(queries, json.loads(result.stdout), strict=True):
+        assert set(found) == {ids[i] for i in np.argsort(-(vectors @ query))[:100]}
+
+
 def test_nearest_on_a_new_empty_collection_and_with_a_where_filter(store: Store) -> None:
     assert store.count() == 0
     assert store.nearest(QUERY, 10) == []
@@ -439,6 +518,12 @@ def test_server_reset_and_reopen(chroma_url: str, tmp_path: Path) -> None:
     assert again.count() == 0
     assert again.source_counts() == {}
     assert Store(tmp_path, chroma_url, "notes-reset").open(META) == {"embedder": "other"}
+
+
+def test_a_server_collection_searches_at_full_depth(chroma_url: str, tmp_path: Path) -> None:
+    s = Store(index_dir=tmp_path, chroma_url=chroma_url, collection="notes-depth")
+    s.open(META)
+    assert s.collection.configuration_json["hnsw"]["ef_search"] == EF_SEARCH
 
 
 def test_a_server_that_is_not_running_is_an_askmd_error(tmp_path: Path) -> None:
