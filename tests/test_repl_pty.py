@@ -25,6 +25,9 @@ except ImportError:  # pragma: no cover - pexpect is in requirements-dev.txt
     pexpect = None
 
 PROMPT = "\n› "  # at the start of a line: a heading chain has "Ports › Metrics"
+# The prompt as readline redraws it after Ctrl-C: it may move the cursor over the space
+# instead of writing it, and escape sequences are taken out of the plain text.
+PROMPT_AGAIN = "\n›"
 ROWS, COLS = 40, 100
 SLOW_PIECES, SLOW_DELAY = 40, 0.2  # a whole slow answer takes 8 s
 ANSWER = ["The API ", "listens ", "on port ", "8420 ", "[1]", "."]
@@ -220,7 +223,7 @@ def test_ctrl_c_at_an_empty_prompt_does_not_quit(repl) -> None:
     for _ in range(2):
         term.idle()
         term.child.sendintr()
-        term.wait(PROMPT, timeout=5)
+        term.wait(PROMPT_AGAIN, timeout=5)
         assert term.child.isalive()
     assert "/sources" in term.ask("/help")
     assert script.questions == []
