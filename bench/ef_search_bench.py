@@ -54,8 +54,11 @@ def build(args) -> None:
     rng = np.random.default_rng(7)
     copies = -(-args.n // len(base))
     vectors = np.concatenate(
-        [base] + [base + rng.normal(0, args.jitter, base.shape).astype(np.float32)
-                  for _ in range(copies - 1)]
+        [base]
+        + [
+            base + rng.normal(0, args.jitter, base.shape).astype(np.float32)
+            for _ in range(copies - 1)
+        ]
     )[: args.n]
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     picks = rng.choice(len(base), args.questions, replace=False)
@@ -134,7 +137,9 @@ def measure(args) -> None:
         for ef in args.ef:
             out = subprocess.run(
                 [sys.executable, __file__, "probe", "--work", str(work), "--ef", str(ef)],
-                capture_output=True, text=True, check=True,
+                capture_output=True,
+                text=True,
+                check=True,
             )
             results[ef].append(json.loads(out.stdout.strip().splitlines()[-1]))
     print("| ef_search | recall@100 | same top 100 in every run | p50 ms | p95 ms |")
@@ -142,7 +147,8 @@ def measure(args) -> None:
     for ef, runs in results.items():
         recall = statistics.mean(
             len(set(found) & truth) / POOL
-            for run in runs for found, truth in zip(run["lists"], exact, strict=True)
+            for run in runs
+            for found, truth in zip(run["lists"], exact, strict=True)
         )
         n = len(exact)
         stable = sum(
@@ -151,12 +157,16 @@ def measure(args) -> None:
         )
         times = sorted(t for run in runs for t in run["ms"])
         p95 = times[int(0.95 * (len(times) - 1))]
-        print(f"| {ef} | {recall:.3f} | {stable}/{n} | {statistics.median(times):.1f} | {p95:.1f} |")
+        print(
+            f"| {ef} | {recall:.3f} | {stable}/{n} | {statistics.median(times):.1f} | {p95:.1f} |"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("action", nargs="?", default="all", choices=["all", "build", "measure", "probe", "real"])
+    parser.add_argument(
+        "action", nargs="?", default="all", choices=["all", "build", "measure", "probe", "real"]
+    )
     parser.add_argument("--from-index", help="an index folder whose collection gives the vectors")
     parser.add_argument("--collection", help="that collection's name")
     parser.add_argument("--n", type=int, default=250_000)

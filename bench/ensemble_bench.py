@@ -42,7 +42,9 @@ ALPHAS = (0.5, 0.6)
 
 
 def use_vectors(index: Index, ix: Path) -> tuple[list[str], np.ndarray]:
-    ids = [row[0] for row in index.manifest.db.execute("SELECT chunk FROM documents ORDER BY chunk")]
+    ids = [
+        row[0] for row in index.manifest.db.execute("SELECT chunk FROM documents ORDER BY chunk")
+    ]
     cache = ix / "use-vectors.npy"
     if cache.exists() and (ix / "use-ids.json").exists():
         if json.loads((ix / "use-ids.json").read_text()) == ids:
@@ -55,7 +57,9 @@ def use_vectors(index: Index, ix: Path) -> tuple[list[str], np.ndarray]:
     return ids, vectors
 
 
-def blend(a: list[tuple[str, float]], b: list[tuple[str, float]], w: float) -> list[tuple[str, float]]:
+def blend(
+    a: list[tuple[str, float]], b: list[tuple[str, float]], w: float
+) -> list[tuple[str, float]]:
     sa, sb = scaled(a), scaled(b)
     mixed = {c: w * sa.get(c, 0.0) + (1 - w) * sb.get(c, 0.0) for c in {*sa, *sb}}
     return sorted(mixed.items(), key=lambda x: -x[1])
@@ -85,7 +89,9 @@ def main() -> None:
             label = f"{Path(path).stem} {q.get('kind', '')}".strip()
             relevant = {prefix + r for r in q["relevant"]}
             text = q["query"]
-            found = index.store.nearest(index.embedder.embed_queries([text])[0], POOL, content=False)
+            found = index.store.nearest(
+                index.embedder.embed_queries([text])[0], POOL, content=False
+            )
             minilm = [(s.id, 1 - s.distance) for s in found]
             v = np.asarray(use_model.embed_queries([text])[0], dtype=np.float32)
             cos = use @ (v / np.linalg.norm(v))
@@ -94,19 +100,23 @@ def main() -> None:
             keyword = index.manifest.keyword(content_terms(text), POOL, cjk=False)
             for group in (label, Path(path).stem + " all"):
                 rows.setdefault((group, "USE dense"), []).append(
-                    (files([c for c, _ in by_use]), relevant))
+                    (files([c for c, _ in by_use]), relevant)
+                )
                 for w in WEIGHTS:
                     dense = blend(minilm, by_use, w) if w < 1 else minilm
                     for alpha in ALPHAS:
                         fused = [c for c, _ in blend(dense, keyword, alpha)]
                         rows.setdefault((group, f"minilm {w} + use, hybrid {alpha}"), []).append(
-                            (files(fused), relevant))
+                            (files(fused), relevant)
+                        )
     print("| set | ranking | n | hit@1 | hit@5 | hit@10 | MRR@10 |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for (label, rule), runs in sorted(rows.items()):
         s = score(runs)
-        print(f"| {label} | {rule} | {len(runs)} | {s['hit@1']:.2f} | {s['hit@5']:.2f} | "
-              f"{s['hit@10']:.2f} | {s['mrr@10']:.2f} |")
+        print(
+            f"| {label} | {rule} | {len(runs)} | {s['hit@1']:.2f} | {s['hit@5']:.2f} | "
+            f"{s['hit@10']:.2f} | {s['mrr@10']:.2f} |"
+        )
 
 
 if __name__ == "__main__":
