@@ -297,7 +297,9 @@ def test_a_collection_made_by_older_code_is_deepened_when_opened(
 ) -> None:
     """Older code made its collections at Chroma's default depth; the next run to open
     one, to write or only to search, sets the new depth and its search uses it."""
-    old = chroma(tmp_path / "ix").create_collection("askmd", metadata=META, configuration={"hnsw": {"space": "cosine"}})
+    old = chroma(tmp_path / "ix").create_collection(
+        "askmd", metadata=META, configuration={"hnsw": {"space": "cosine"}}
+    )
     vectors = random_units(3000, 64, seed=1)
     ids = [str(i) for i in range(len(vectors))]
     for start in range(0, len(ids), 1000):
