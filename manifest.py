@@ -747,6 +747,16 @@ class Manifest:
             self.db.execute("SELECT 1 FROM documents WHERE cjk = 1 LIMIT 1").fetchone() is not None
         )
 
+    def cjk_chunks(self, ids: list[str]) -> set[str]:
+        """Those of these chunks whose terms are mostly CJK."""
+        if not ids:
+            return set()
+        marks = ",".join("?" * len(ids))
+        rows = self.db.execute(
+            f"SELECT chunk FROM documents WHERE cjk = 1 AND chunk IN ({marks})", ids
+        )
+        return {chunk for (chunk,) in rows}
+
     def sources_with_cjk(self) -> list[str]:
         """Files with a chunk holding CJK text (those a second, multilingual model embeds)."""
         query = f"SELECT DISTINCT source FROM chunks WHERE {_CJK_TEXT} ORDER BY source"

@@ -325,20 +325,25 @@ def test_the_dense_share_depends_on_the_query_and_the_embedder(
 
 
 @pytest.mark.parametrize(
-    ("query", "note"),
+    ("query", "note", "same_in_english"),
     [
-        ("数据库备份保留多久？", "zh/备份.md"),
-        ("服务端口是多少", "zh/端口.md"),
-        ("密钥多久轮换一次", "zh/密钥.md"),
-        ("日志什么时候删除", "zh/日志.md"),
-        ("用docker部署服务", "zh/部署.md"),
+        ("数据库备份保留多久？", "zh/备份.md", "en/backup.md"),
+        ("服务端口是多少", "zh/端口.md", "en/ports.md"),
+        ("密钥多久轮换一次", "zh/密钥.md", "en/keys.md"),
+        ("日志什么时候删除", "zh/日志.md", None),
+        ("用docker部署服务", "zh/部署.md", None),
     ],
 )
-def test_a_chinese_query_is_not_spoiled_by_the_english_only_model(mixed, query, note) -> None:
+def test_a_chinese_query_is_not_spoiled_by_the_english_only_model(
+    mixed, query, note, same_in_english
+) -> None:
+    """The Chinese note comes first; below it, an English note only when it says the same
+    thing (found through the question's words in English, query_translation), never one
+    MiniLM's reading of Chinese pulled up."""
     keyword = mixed.search(query, 10, mode="keyword")
     hybrid = mixed.search(query, 3, mode="hybrid")
     assert keyword[0].source == hybrid[0].source == note
-    assert not [s for s in sources(hybrid) if s.startswith("en/")]
+    assert [s for s in sources(hybrid) if s.startswith("en/")] in ([], [same_in_english])
 
 
 # 6. Chinese without spaces next to English notes -----------------------------------------

@@ -1,0 +1,110 @@
+"""Chinese questions about English notes: the question's words looked up in CC-CEDICT and
+searched by BM25 (query_translation, retriever._translated), on the real models, Chroma
+and index. The notes are written for these tests."""
+
+from __future__ import annotations
+
+import pytest
+
+import retriever
+from pipeline import Index
+from query_translation import english_terms, segment
+from settings import load_settings
+from tests.conftest import write_notes
+
+ENGLISH = {
+    "Ports.md": "# Find what holds a network port\n\nWhen a server will not start because "
+    "its address is in use, list the process that occupies the port with `lsof -i :8080` "
+    "or `ss -ltnp`, then stop it by its PID.\n",
+    "Commands.md": "# Commands\n\nAdd a command that users can run from the command palette "
+    "with `addCommand`. Give it an id, a name and a callback.\n",
+    "Archives.md": "# Archives\n\nCompress a folder into one archive file with "
+    "`tar -czf backup.tar.gz folder/`; extract it again with `tar -xzf`.\n",
+    "Sleep.md": "# Power settings\n\nDisable suspend while a presentation runs: "
+    "`caffeinate -d` keeps the display awake until you stop it.\n",
+    "Fonts.md": "# Fonts\n\nThe interface font and the editor font are set separately in "
+    "the appearance settings; a theme may override both.\n",
+    "Links.md": "# Internal links\n\nLink to another note with double square brackets; "
+    "the link updates when the note is renamed.\n",
+}
+CHINESE = {
+    "zh/端口.md": "# 端口\n\n查看哪个进程占用了某个端口：\n\n`lsof -i :{{端口}}`\n\n"
+    "列出所有正在监听的端口：\n\n`ss -ltn`\n",
+    "zh/压缩.md": "# 压缩\n\n把一个目录打包并压缩成归档文件：\n\n"
+    "`tar -czf {{归档.tar.gz}} {{目录}}`\n",
+    "zh/字体.md": "# 字体\n\n列出系统中安装的所有字体：\n\n`fc-list`\n",
+}
+# (question, the English note that answers it)
+QUESTIONS = [
+    ("如何查看哪个进程占用了端口？", "Ports.md"),
+    ("怎么把文件夹压缩成一个归档文件？", "Archives.md"),
+    ("演示的时候怎样禁止电脑待机？", "Sleep.md"),
+]
+
+
+def open_index(tmp_path_factory: pytest.TempPathFactory, name: str, notes: dict) -> Index:
+    root = tmp_path_factory.mktemp(name)
+    kb = write_notes(root / "kb", notes)
+    settings = load_settings(
+        environ={}, dotenv_path=None, overrides={"knowledge_dir": kb, "index_dir": root / "ix"}
+    )
+    index = Index(settings)
+    index.sync()
+    return index
+
+
+@pytest.fixture(scope="module")
+def english(tmp_path_factory: pytest.TempPathFactory) -> Index:
+    return open_index(tmp_path_factory, "en", ENGLISH)
+
+
+@pytest.fixture(scope="module")
+def chinese(tmp_path_factory: pytest.TempPathFactory) -> Index:
+    return open_index(tmp_path_factory, "zh", CHINESE)
+
+
+def ranked(index: Index, question: str, translated: float) -> list[tuple[str, float]]:
+    before = retriever.TRANSLATED
+    retriever.TRANSLATED = translated
+    try:
+        return [(h.source, round(h.score, 6)) for h in index.search(question, 5)]
+    finally:
+        retriever.TRANSLATED = before
+
+
+def test_words_are_cut_longest_first_in_either_script() -> None:
+    assert segment("如何查看进程") == ["如何", "查看", "进程"]
+    assert segment("如何檢視進程") == ["如何", "檢視", "進程"]  # traditional characters
+    assert segment("abc 端口，进程") == ["端口", "进程"]  # runs split by anything else
+
+
+def test_a_question_becomes_english_content_terms() -> None:
+    found = english_terms("怎么添加命令面板？")
+    assert {"add", "command", "panel"} <= set(found)
+    assert english_terms("如何檢視進程")[-1] == "process"
+    # Latin words of the question are kept as they are; single characters are not looked up.
+    assert english_terms("怎么用 addCommand 添加")[-1] == "addcommand"
+    assert english_terms("我") == []
+    assert english_terms("") == []
+
+
+@pytest.mark.parametrize(("question", "note"), QUESTIONS)
+def test_a_chinese_question_finds_the_english_note(english: Index, question, note) -> None:
+    """MiniLM reads no Chinese and no English note shares a word with the question:
+    without the translation the answer is not first (the second assertion)."""
+    assert ranked(english, question, 1.0)[0][0] == note
+    assert ranked(english, question, 0.0)[0][0] != note
+
+
+def test_a_folder_of_chinese_pages_ranks_chinese_questions_as_before(chinese: Index) -> None:
+    """Every dense candidate is a CJK chunk: the translation is not searched, so nothing
+    moves, though its English words ("port", "process") are in the pages' code lines."""
+    for question, _ in QUESTIONS:
+        assert ranked(chinese, question, 1.0) == ranked(chinese, question, 0.0)
+    assert ranked(chinese, QUESTIONS[0][0], 1.0)[0][0] == "zh/端口.md"
+
+
+def test_a_filtered_search_keeps_its_filter(english: Index) -> None:
+    """Translated candidates go through the same filter as the others."""
+    hits = english.search(QUESTIONS[0][0], 5, filters=retriever.Filters(source="Commands.md"))
+    assert {h.source for h in hits} <= {"Commands.md"}
