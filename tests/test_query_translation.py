@@ -1,6 +1,6 @@
-"""Chinese questions about English notes: the question's words looked up in CC-CEDICT and
-searched by BM25 (query_translation, retriever._translated), on the real models, Chroma
-and index. The notes are written for these tests."""
+"""Chinese questions about English notes: the question's words looked up in CC-CEDICT,
+searched by BM25 and embedded (query_translation, retriever._translation), on the real
+models, Chroma and index. The notes are written for these tests."""
 
 from __future__ import annotations
 
