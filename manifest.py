@@ -560,6 +560,16 @@ class Manifest:
             self._keyword_memo = cache
         return cache
 
+    def non_cjk_share(self) -> float:
+        """The share of chunks whose terms are not mostly CJK (0.0 with no chunks)."""
+        cache = self._keyword_cache()
+        if "non_cjk" not in cache:
+            total, cjk = self.db.execute(
+                "SELECT COUNT(*), COALESCE(SUM(cjk), 0) FROM documents"
+            ).fetchone()
+            cache["non_cjk"] = (total - cjk) / total if total else 0.0
+        return cache["non_cjk"]
+
     def _collection(self, cache: dict, cjk: bool | None) -> tuple[int, float]:
         """(number of chunks, their average length) of the chunks in that script, or of
         all when there are none (or no script is given)."""

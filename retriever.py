@@ -179,8 +179,10 @@ def search(
         known = {s.id: s for s in found} if filtered else {}
     translation = None
     if mode == "hybrid" and dense and is_cjk_query(query):
-        translation = _translation(query, dense, manifest)
-    if translation is not None:  # the English words' vector, in the primary model's space
+        translation = _translation(query, _english_share(dense, manifest))
+    elif mode == "keyword" and is_cjk_query(query):  # no dense side to ask: the folder's mix
+        translation = _translation(query, manifest.non_cjk_share())
+    if translation is not None and mode == "hybrid":  # its vector, in the primary space
         english, weight = translation
         vector = embedder.embed_queries([" ".join(english)])[0]
         found = store.nearest(vector, pool, content=filtered)
@@ -222,19 +224,23 @@ def search(
     return _ranked(_located(hits, manifest), "hybrid")
 
 
-def _translation(
-    query: str, dense: list[tuple[str, float]], manifest: Manifest
-) -> tuple[list[str], float] | None:
-    """A Chinese question's words in English (query_translation) and how much they count:
-    TRANSLATED times the share of non-CJK chunks among the dense top TRANSLATED_BY, so the
-    more the meaning points at English notes, the more their words do; None when nothing
-    near is English (a folder of Chinese pages ranks as before) or no word translates.
-    They are searched by BM25 over the English chunks' statistics and, embedded, in the
-    primary model's space (English-only models read them where they cannot read the
-    question). Chinese questions about English notes: hit@5 0.36 -> 0.67 and MRR 0.22 ->
-    0.52 in a mixed folder; one first place of 43 lost on Chinese pages (BENCHMARKS.md)."""
+def _english_share(dense: list[tuple[str, float]], manifest: Manifest) -> float:
+    """The share of non-CJK chunks among the dense top TRANSLATED_BY."""
     top = [c for c, _ in dense[:TRANSLATED_BY]]
-    weight = TRANSLATED * (1.0 - len(manifest.cjk_chunks(top)) / len(top))
+    return 1.0 - len(manifest.cjk_chunks(top)) / len(top)
+
+
+def _translation(query: str, english_share: float) -> tuple[list[str], float] | None:
+    """A Chinese question's words in English (query_translation) and how much they count:
+    TRANSLATED times the share of English in what the question meets (the dense top
+    TRANSLATED_BY; with keyword ranking alone, the whole folder), so the more the
+    meaning points at English notes, the more their words do; None when nothing near is
+    English (a folder of Chinese pages ranks as before) or no word translates. They are
+    searched by BM25 over the English chunks' statistics and, embedded, in the primary
+    model's space (English-only models read them where they cannot read the question).
+    Chinese questions about English notes: hit@5 0.36 -> 0.67 and MRR 0.22 -> 0.52 in a
+    mixed folder; one first place of 43 lost on Chinese pages (BENCHMARKS.md)."""
+    weight = TRANSLATED * english_share
     if weight <= 0.0:
         return None
     english = query_translation.english_terms(query)

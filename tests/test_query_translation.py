@@ -63,11 +63,13 @@ def chinese(tmp_path_factory: pytest.TempPathFactory) -> Index:
     return open_index(tmp_path_factory, "zh", CHINESE)
 
 
-def ranked(index: Index, question: str, translated: float) -> list[tuple[str, float]]:
+def ranked(
+    index: Index, question: str, translated: float, mode: str = "hybrid"
+) -> list[tuple[str, float]]:
     before = retriever.TRANSLATED
     retriever.TRANSLATED = translated
     try:
-        return [(h.source, round(h.score, 6)) for h in index.search(question, 5)]
+        return [(h.source, round(h.score, 6)) for h in index.search(question, 5, mode=mode)]
     finally:
         retriever.TRANSLATED = before
 
@@ -88,12 +90,14 @@ def test_a_question_becomes_english_content_terms() -> None:
     assert english_terms("") == []
 
 
+@pytest.mark.parametrize("mode", ["hybrid", "keyword"])
 @pytest.mark.parametrize(("question", "note"), QUESTIONS)
-def test_a_chinese_question_finds_the_english_note(english: Index, question, note) -> None:
+def test_a_chinese_question_finds_the_english_note(english: Index, question, note, mode) -> None:
     """MiniLM reads no Chinese and no English note shares a word with the question:
-    without the translation the answer is not first (the second assertion)."""
-    assert ranked(english, question, 1.0)[0][0] == note
-    assert ranked(english, question, 0.0)[0][0] != note
+    without the translation the answer is not first (the second assertion). Keyword
+    ranking alone (while vectors are stored, or a keyword-only index) translates too."""
+    assert ranked(english, question, 1.0, mode)[0][0] == note
+    assert note not in [source for source, _ in ranked(english, question, 0.0, mode)[:1]]
 
 
 def test_a_folder_of_chinese_pages_ranks_chinese_questions_as_before(chinese: Index) -> None:
@@ -101,6 +105,10 @@ def test_a_folder_of_chinese_pages_ranks_chinese_questions_as_before(chinese: In
     moves, though its English words ("port", "process") are in the pages' code lines."""
     for question, _ in QUESTIONS:
         assert ranked(chinese, question, 1.0) == ranked(chinese, question, 0.0)
+        # By keyword alone the folder's mix decides: no English chunk, no translation.
+        assert ranked(chinese, question, 1.0, "keyword") == ranked(
+            chinese, question, 0.0, "keyword"
+        )
     assert ranked(chinese, QUESTIONS[0][0], 1.0)[0][0] == "zh/端口.md"
 
 
