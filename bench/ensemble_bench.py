@@ -29,7 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from multilingual_bench import files, scaled, score  # noqa: E402
+from multilingual_bench import files, print_table, scaled  # noqa: E402
 
 from embedder import MultilingualEmbedder  # noqa: E402
 from pipeline import Index  # noqa: E402
@@ -109,14 +109,7 @@ def main() -> None:
                         rows.setdefault((group, f"minilm {w} + use, hybrid {alpha}"), []).append(
                             (files(fused), relevant)
                         )
-    print("| set | ranking | n | hit@1 | hit@5 | hit@10 | MRR@10 |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
-    for (label, rule), runs in sorted(rows.items()):
-        s = score(runs)
-        print(
-            f"| {label} | {rule} | {len(runs)} | {s['hit@1']:.2f} | {s['hit@5']:.2f} | "
-            f"{s['hit@10']:.2f} | {s['mrr@10']:.2f} |"
-        )
+    print_table(dict(sorted(rows.items())))
 
 
 if __name__ == "__main__":

@@ -118,6 +118,18 @@ def score(runs: list[tuple[list[str], set[str]]]) -> dict[str, float]:
     return {k: round(v / max(1, len(runs)), 2) for k, v in out.items()}
 
 
+def print_table(rows: dict[tuple[str, str], list]) -> None:
+    """One Markdown row per (set, ranking): hit@1, hit@5, hit@10 and MRR@10 of its runs."""
+    print("| set | ranking | n | hit@1 | hit@5 | hit@10 | MRR@10 |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for (label, rule), runs in rows.items():
+        s = score(runs)
+        print(
+            f"| {label} | {rule} | {len(runs)} | {s['hit@1']:.2f} | {s['hit@5']:.2f} | "
+            f"{s['hit@10']:.2f} | {s['mrr@10']:.2f} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--index-dir", type=Path, required=True)

@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from multilingual_bench import files, score  # noqa: E402
+from multilingual_bench import files, print_table  # noqa: E402
 
 import rerank  # noqa: E402
 from pipeline import Index  # noqa: E402
@@ -92,14 +92,7 @@ def main() -> None:
                 ),
                 file=sys.stderr,
             )
-    print("| set | ranking | n | hit@1 | hit@5 | hit@10 | MRR@10 |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
-    for (label, rule), runs in rows.items():
-        s = score(runs)
-        print(
-            f"| {label} | {rule} | {len(runs)} | {s['hit@1']:.2f} | {s['hit@5']:.2f} | "
-            f"{s['hit@10']:.2f} | {s['mrr@10']:.2f} |"
-        )
+    print_table(rows)
     if times:
         print(
             f"\nmodel calls: {len(times)}, median {statistics.median(times) / 1000:.1f} s, "

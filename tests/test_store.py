@@ -70,6 +70,20 @@ def put(
     )
 
 
+def in_new_process(script: str, index_dir: Path, vectors: list) -> object:
+    """Run `script` as the next `rag.py` run would (a new process, sys.argv[1] the index
+    folder, sys.argv[2] the vectors as JSON); what it printed, read as JSON."""
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(index_dir), json.dumps(vectors)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
 def rows(results: list[Stored]) -> list[tuple[str, str, dict]]:
     return [(r.id, r.text, r.metadata) for r in results]
 
@@ -238,15 +252,7 @@ def test_open_creates_the_collection_and_a_reopen_sees_the_same_data(tmp_path: P
         "print(json.dumps([meta, s.count(), s.source_counts(),"
         " [[h.id, h.text, h.metadata, h.distance] for h in hits]]))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path / "ix"), json.dumps(QUERY.tolist())],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
-    meta, count, counts, hits = json.loads(result.stdout)
+    meta, count, counts, hits = in_new_process(script, tmp_path / "ix", QUERY.tolist())
     assert (meta, count, counts) == (META, 5, {"a.md": 5})
     assert [h[:3] for h in hits] == [list(r) for r in rows(before)]
     assert [h[3] for h in hits] == pytest.approx(distances(before), abs=1e-6)
@@ -320,16 +326,9 @@ def test_a_collection_made_by_older_code_is_deepened_when_opened(
         "print(json.dumps([[h.id for h in s.nearest(q, 100, content=False)] for q in queries]))\n"
     )
     queries = random_units(10, 64, seed=2)
-    result = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path / "ix"), json.dumps(queries.tolist())],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
+    lists = in_new_process(script, tmp_path / "ix", queries.tolist())
     assert hnsw_depth(tmp_path / "ix") == EF_SEARCH
-    for query, found in zip(queries, json.loads(result.stdout), strict=True):
+    for query, found in zip(queries, lists, strict=True):
         assert set(found) == {ids[i] for i in np.argsort(-(vectors @ query))[:100]}
 
 
