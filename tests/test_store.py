@@ -70,6 +70,16 @@ def put(
     )
 
 
+# The start of a script for `in_new_process`: the store of the index folder it is given.
+NEXT_RUN = (
+    "import json, sys\n"
+    "from pathlib import Path\n"
+    "import numpy as np\n"
+    "from store import Store\n"
+    "s = Store(index_dir=Path(sys.argv[1]))\n"
+)
+
+
 def in_new_process(script: str, index_dir: Path, vectors: list) -> object:
     """Run `script` as the next `rag.py` run would (a new process, sys.argv[1] the index
     folder, sys.argv[2] the vectors as JSON); what it printed, read as JSON."""
@@ -242,12 +252,7 @@ def test_open_creates_the_collection_and_a_reopen_sees_the_same_data(tmp_path: P
 
     # A new process, as the next `rag.py` run: the data really is on disk.
     script = (
-        "import json, sys\n"
-        "from pathlib import Path\n"
-        "import numpy as np\n"
-        "from store import Store\n"
-        "s = Store(index_dir=Path(sys.argv[1]))\n"
-        "meta = s.open({'embedder': 'other'})\n"
+        NEXT_RUN + "meta = s.open({'embedder': 'other'})\n"
         "hits = s.nearest(np.array(json.loads(sys.argv[2]), dtype=np.float32), 3)\n"
         "print(json.dumps([meta, s.count(), s.source_counts(),"
         " [[h.id, h.text, h.metadata, h.distance] for h in hits]]))\n"
@@ -316,12 +321,7 @@ def test_a_collection_made_by_older_code_is_deepened_when_opened(
         )
     assert hnsw_depth(tmp_path / "ix") == 100
     script = (
-        "import json, sys\n"
-        "from pathlib import Path\n"
-        "import numpy as np\n"
-        "from store import Store\n"
-        "s = Store(index_dir=Path(sys.argv[1]))\n"
-        f"s.{'open(' + repr(META) + ')' if opening == 'open' else 'open_existing()'}\n"
+        NEXT_RUN + f"s.{'open(' + repr(META) + ')' if opening == 'open' else 'open_existing()'}\n"
         "queries = np.array(json.loads(sys.argv[2]), dtype=np.float32)\n"
         "print(json.dumps([[h.id for h in s.nearest(q, 100, content=False)] for q in queries]))\n"
     )
