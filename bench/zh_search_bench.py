@@ -1,0 +1,95 @@
+"""The real search on the Chinese question sets: by ranking mode, by CJK dense share, timed.
+
+    python bench/zh_search_bench.py KB IX [--english-only] [--shares 0.3,0.5] [--latency 0.3]
+
+KB is the mixed folder of zh_to_en_bench.py (the vault under en/, the Chinese tldr pages
+under zh/), or with `--english-only` the vault alone (then only the Chinese questions
+about it are asked). Each set is searched as shipped (`Index.search`, files by their best
+chunk) in hybrid and keyword-only ranking. `--shares` also runs hybrid with the dense
+share for CJK questions of the model that ranks them (retriever.ALPHA) set to each value.
+`--latency PAUSE` first times every Chinese question three times with PAUSE seconds
+between searches (median and 95th percentile, ms), after one search timed apart: the
+process's first Chinese question, which reads the dictionary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from multilingual_bench import files, load, open_mixed, print_table  # noqa: E402
+from zh_to_en_bench import SETS  # noqa: E402
+
+import retriever  # noqa: E402
+from retriever import is_cjk_query  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("kb", type=Path)
+    parser.add_argument("ix", type=Path)
+    parser.add_argument("--english-only", action="store_true", help="KB is the vault alone")
+    parser.add_argument("--shares", default="", help="CJK dense shares to try, e.g. 0.3,0.5")
+    parser.add_argument("--latency", type=float, default=None, help="seconds between searches")
+    args = parser.parse_args()
+    index, _, _ = open_mixed(args.kb, args.ix)
+    sets = [(label, load(name, kinds), prefix) for label, name, kinds, prefix in SETS]
+    if args.english_only:
+        sets = [(label, qs, "") for label, qs, prefix in sets if prefix == "en/"]
+    if args.latency is not None:  # first, so the first search reads the dictionary
+        asked = dict.fromkeys(q["query"] for _, qs, _ in sets for q in qs)
+        _time(index, [q for q in asked if is_cjk_query(q)], args.latency)
+    rows: dict[tuple[str, str], list] = {}
+    for mode in ("hybrid", "keyword"):
+        for label, questions, prefix in sets:
+            for q in questions:
+                found = [h.source for h in index.search(q["query"], 10, mode=mode)]
+                rows.setdefault((label, mode), []).append(
+                    (files(found), {prefix + r for r in q["relevant"]})
+                )
+    model = _cjk_model(index)
+    base = retriever.ALPHA[model]
+    for share in [float(s) for s in args.shares.split(",") if s]:
+        retriever.ALPHA[model] = (base[0], share)
+        for label, qs, prefix in sets:
+            for q in qs:
+                found = [h.source for h in index.search(q["query"], 10)]
+                rows.setdefault((label, f"hybrid, CJK dense share {share} ({model})"), []).append(
+                    (files(found), {prefix + r for r in q["relevant"]})
+                )
+    retriever.ALPHA[model] = base
+    print_table(rows)
+
+
+def _cjk_model(index) -> str:
+    """The model whose vectors rank a CJK question in this index (its dense share applies)."""
+    side = retriever._side_space(index.embedder, index.store)
+    return side[0].id if side is not None else index.embedder.id
+
+
+def _time(index, questions: list[str], pause: float) -> None:
+    started = time.perf_counter()
+    index.search(questions[0], 10)  # dictionary, models and store warm
+    first = (time.perf_counter() - started) * 1000
+    times = []
+    for _ in range(3):
+        for q in questions:
+            time.sleep(pause)
+            started = time.perf_counter()
+            index.search(q, 10)
+            times.append((time.perf_counter() - started) * 1000)
+    times.sort()
+    print(
+        f"{len(questions)} questions x 3, {pause} s apart: first search {first:.0f} ms; "
+        f"p50 {statistics.median(times):.1f} ms, p95 {times[int(0.95 * (len(times) - 1))]:.1f} ms\n"
+    )
+
+
+if __name__ == "__main__":
+    main()
