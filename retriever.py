@@ -49,6 +49,10 @@ OTHER_SCRIPT_KEYWORD = 0.5
 # (`_translation`).
 TRANSLATED = 1.0
 TRANSLATED_BY = 10
+# When an English-only model ranks a Chinese question's dense side, it reads only the
+# translation, as it reads an English question: its dense share then moves from its CJK
+# share towards its Latin-script one by the translation's weight (`_translated_share`).
+TRANSLATED_SHARE = True
 # Embeds of embeds are followed this deep (A shows B's section, which shows C's...); a
 # cycle (A embeds B embeds A) ends sooner, at the first note already listed.
 EMBED_DEPTH = 3
@@ -206,6 +210,8 @@ def search(
         hits = _hits(_fetch(store, manifest, known, scored, k), k)
         return _ranked(_located(hits, manifest), mode)
     alpha = dense_share(query, dense_by)
+    if translation is not None and TRANSLATED_SHARE and models.english_only(dense_by):
+        alpha = _translated_share(dense_by, translation[1])
     scaled_dense = _scaled(dense)
     by_keyword = _other_script(query, dict(_scaled(keyword)), embedder, store, manifest, known)
     without = set()
@@ -245,6 +251,13 @@ def _translation(query: str, english_share: float) -> tuple[list[str], float] | 
         return None
     english = query_translation.english_terms(query)
     return (english, weight) if english else None
+
+
+def _translated_share(dense_by: str, weight: float) -> float:
+    """The dense share for a Chinese question whose dense side an English-only model ranked
+    with the translation's vector: CJK share + (Latin share - CJK share) x weight."""
+    latin, cjk = ALPHA.get(dense_by, ALPHA_UNMEASURED)
+    return cjk + (latin - cjk) * min(1.0, weight / TRANSLATED)
 
 
 def _joined(

@@ -1,6 +1,7 @@
 """The real search on the Chinese question sets: by ranking mode, by CJK dense share, timed.
 
     python bench/zh_search_bench.py KB IX [--english-only] [--shares 0.3,0.5] [--latency 0.3]
+        [--without-translated-share]
 
 KB is the mixed folder of zh_to_en_bench.py (the vault under en/, the Chinese tldr pages
 under zh/), or with `--english-only` the vault alone (then only the Chinese questions
@@ -9,7 +10,9 @@ chunk) in hybrid and keyword-only ranking. `--shares` also runs hybrid with the 
 share for CJK questions of the model that ranks them (retriever.ALPHA) set to each value.
 `--latency PAUSE` first times every Chinese question three times with PAUSE seconds
 between searches (median and 95th percentile, ms), after one search timed apart: the
-process's first Chinese question, which reads the dictionary.
+process's first Chinese question, which reads the dictionary. `--without-translated-share`
+also runs hybrid with retriever.TRANSLATED_SHARE off (an English-only model's CJK share
+kept for Chinese questions it reads through their translation).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ def main() -> None:
     parser.add_argument("--english-only", action="store_true", help="KB is the vault alone")
     parser.add_argument("--shares", default="", help="CJK dense shares to try, e.g. 0.3,0.5")
     parser.add_argument("--latency", type=float, default=None, help="seconds between searches")
+    parser.add_argument("--without-translated-share", action="store_true")
     args = parser.parse_args()
     index, _, _ = open_mixed(args.kb, args.ix)
     sets = [(label, load(name, kinds), prefix) for label, name, kinds, prefix in SETS]
@@ -53,6 +57,15 @@ def main() -> None:
                 rows.setdefault((label, mode), []).append(
                     (files(found), {prefix + r for r in q["relevant"]})
                 )
+    if args.without_translated_share:
+        retriever.TRANSLATED_SHARE = False
+        for label, qs, prefix in sets:
+            for q in qs:
+                found = [h.source for h in index.search(q["query"], 10)]
+                rows.setdefault((label, "hybrid, translated share off"), []).append(
+                    (files(found), {prefix + r for r in q["relevant"]})
+                )
+        retriever.TRANSLATED_SHARE = True
     model = _cjk_model(index)
     base = retriever.ALPHA[model]
     for share in [float(s) for s in args.shares.split(",") if s]:

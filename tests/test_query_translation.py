@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+import embedding_models
 import retriever
 from pipeline import Index
 from query_translation import english_terms, segment
@@ -37,6 +38,7 @@ CHINESE = {
     "`tar -czf {{归档.tar.gz}} {{目录}}`\n",
     "zh/字体.md": "# 字体\n\n列出系统中安装的所有字体：\n\n`fc-list`\n",
 }
+ENGLISH_ONLY = embedding_models.MINILM.id
 # (question, the English note that answers it)
 QUESTIONS = [
     ("如何查看哪个进程占用了端口？", "Ports.md"),
@@ -135,3 +137,33 @@ def test_a_filtered_search_keeps_its_filter(english: Index) -> None:
     """Translated candidates go through the same filter as the others."""
     hits = english.search(QUESTIONS[0][0], 5, filters=retriever.Filters(source="Commands.md"))
     assert {h.source for h in hits} <= {"Commands.md"}
+
+
+def test_an_english_only_model_reads_the_translation_as_an_english_question(
+    english: Index, chinese: Index
+) -> None:
+    """Where MiniLM ranks a Chinese question's dense side by its translation (an
+    English-only folder: the translation's weight is 1), the blend gives the dense side
+    MiniLM's share for English questions, not its share for Chinese ones. A folder of
+    Chinese pages (no translation) keeps the Chinese share."""
+    latin, cjk = retriever.ALPHA[ENGLISH_ONLY]
+    assert latin > cjk
+
+    def with_rule(index: Index, rule: bool, share: float) -> list[list[tuple[str, float]]]:
+        saved = retriever.TRANSLATED_SHARE, retriever.ALPHA[ENGLISH_ONLY]
+        retriever.TRANSLATED_SHARE, retriever.ALPHA[ENGLISH_ONLY] = rule, (latin, share)
+        try:
+            return [ranked(index, question, 1.0) for question, _ in QUESTIONS]
+        finally:
+            retriever.TRANSLATED_SHARE, retriever.ALPHA[ENGLISH_ONLY] = saved
+
+    assert with_rule(english, True, cjk) == with_rule(english, False, latin)
+    assert with_rule(english, True, cjk) != with_rule(english, False, cjk)
+    assert with_rule(chinese, True, cjk) == with_rule(chinese, False, cjk)
+
+
+def test_the_share_moves_with_the_translations_weight() -> None:
+    latin, cjk = retriever.ALPHA[ENGLISH_ONLY]
+    assert retriever._translated_share(ENGLISH_ONLY, 1.0) == pytest.approx(latin)
+    assert retriever._translated_share(ENGLISH_ONLY, 0.0) == pytest.approx(cjk)
+    assert retriever._translated_share(ENGLISH_ONLY, 0.5) == pytest.approx((latin + cjk) / 2)
