@@ -36,13 +36,14 @@ class Model:
 # MiniLM reads English well and Chinese not at all (0.3 on CJK questions only matters
 # without a multilingual model; where it reads a Chinese question's English translation
 # the share moves towards 0.5: retriever._translated_share). USE-multilingual reads
-# English weakly (SciFact MRR 0.38 against BM25's 0.64), so it gets a small say there; on
-# CJK questions it gets an even say: the Chinese paraphrase set's MRR@10 is 0.59 / 0.60 / 0.61 / 0.60 at 0.3 / 0.4 /
-# 0.5 / 0.6 (its hard third 0.24 / 0.27 / 0.30 / 0.30), the CMRC subset's 0.979 / 0.977 /
-# 0.972 / 0.962, all above MiniLM's 0.969 there. multilingual-e5-small reads Chinese best
-# and gets 0.4 there. A Latin-script question that also searches the CJK vectors keeps
-# MiniLM's 0.5 (measured on English; on the 11 cross-language questions 0.6 would give
-# MRR 0.64 against 0.55, not enough questions to move English ones).
+# English weakly (SciFact MRR 0.38 against BM25's 0.64), so it gets a small say there;
+# on CJK questions it gets an even say: the Chinese paraphrase set's MRR@10 is 0.59 /
+# 0.60 / 0.61 / 0.60 at 0.3 / 0.4 / 0.5 / 0.6 (its hard third 0.24 / 0.27 / 0.30 /
+# 0.30), the CMRC subset's 0.979 / 0.977 / 0.972 / 0.962, all above MiniLM's 0.969
+# there. multilingual-e5-small reads Chinese best and gets 0.4 there. A Latin-script
+# question that also searches the CJK vectors keeps MiniLM's 0.5 (measured on English;
+# on the 11 cross-language questions 0.6 would give MRR 0.64 against 0.55, not enough
+# questions to move English ones).
 MINILM = Model("all-MiniLM-L6-v2", "local:all-MiniLM-L6-v2-int8", False, (0.5, 0.3))
 USE = Model(
     "use-multilingual",
