@@ -44,6 +44,14 @@ DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
 # cores, passages of ~1,000 characters: batch 32, 1,000 passages: on 1.61 GB peak RSS, 7.8-9.0
 # passages/s; off 1.12 GB, 4.5-5.9/s. Batch 8, 500 passages: on 566 MB, 12.8/s; off 675 MB, 9.6/s.
 CPU_MEM_ARENA = True
+# onnxruntime's threads busy-wait ("spin") for more work after a run, holding a core that
+# the search's next steps (USE in numpy, BM25, Chroma) then wait for. Spinning only while a
+# run lasts ("during runs": session.force_spinning_stop) keeps the cold index's speed
+# (wall 0.96x and 1.02x of always spinning, 460 chunks, paired runs) and cuts a question's
+# search time by a fifth to a quarter (mixed folder, p50: Chinese 43-48 -> 34-43 ms,
+# English 93-103 -> 68-78 ms); never spinning ("off") searches a little faster still but
+# indexes 1.07-1.09x slower. bench/spinning_bench.py, BENCHMARKS.md.
+SPINNING = "during runs"  # or "always" (onnxruntime's default), "off"
 # Small batches are faster *and* leaner here: attention activations grow with rows x tokens^2,
 # so more rows only add memory traffic. 500 passages, 2 cores, arena on (passages/s, peak RSS):
 #   ~1,000 chars: batch 8 12.6/s 562 MB; 16 11.9/s 900 MB; 32 11.0/s 1.5 GB; 64 9.7/s 2.8 GB
@@ -145,6 +153,10 @@ class LocalEmbedder:
             options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.enable_cpu_mem_arena = CPU_MEM_ARENA
+        if SPINNING == "off":
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        elif SPINNING == "during runs":
+            options.add_session_config_entry("session.force_spinning_stop", "1")
         try:
             self._session = onnxruntime.InferenceSession(
                 str(model_file), options, providers=["CPUExecutionProvider"]

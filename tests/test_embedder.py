@@ -135,6 +135,25 @@ def test_one_thread_and_small_batches_give_the_same_vectors(
     np.testing.assert_allclose(single.embed(texts), local_embedder.embed(texts), atol=1e-5)
 
 
+def test_threads_stop_spinning_when_a_run_ends(local_embedder: LocalEmbedder) -> None:
+    """onnxruntime's threads otherwise busy-wait after each run, holding the core that the
+    search's next steps need (BENCHMARKS.md: a question's search a fifth to a third
+    slower); the other settings are what the benchmark compared."""
+    options = local_embedder._session.get_session_options()
+    assert options.get_session_config_entry("session.force_spinning_stop") == "1"
+    saved = embedder.SPINNING
+    try:
+        embedder.SPINNING = "off"
+        options = LocalEmbedder(threads=1)._session.get_session_options()
+        assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+        embedder.SPINNING = "always"
+        options = LocalEmbedder(threads=1)._session.get_session_options()
+        with pytest.raises(RuntimeError):  # not set: onnxruntime's default
+            options.get_session_config_entry("session.force_spinning_stop")
+    finally:
+        embedder.SPINNING = saved
+
+
 def test_a_missing_model_package_is_one_clear_line() -> None:
     # A fresh interpreter in which the package cannot be imported, as when it is not installed.
     code = (
