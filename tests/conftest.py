@@ -100,6 +100,18 @@ def write_notes(folder: Path, notes: dict[str, str]) -> Path:
     return folder
 
 
+def synced_index(root: Path, notes: dict[str, str]):
+    """An in-process Index of these notes (root/kb) in root/ix, default settings, synced."""
+    from pipeline import Index
+    from settings import load_settings
+
+    kb = write_notes(root / "kb", notes)
+    overrides = {"knowledge_dir": kb, "index_dir": root / "ix"}
+    index = Index(load_settings(environ={}, dotenv_path=None, overrides=overrides))
+    index.sync()
+    return index
+
+
 def index_once(kb: Path, env: dict[str, str]) -> Path:
     """`python rag.py index` of `kb` into kb/../ix, for a module's tests to copy."""
     index_dir = kb.parent / "ix"

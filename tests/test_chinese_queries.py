@@ -13,8 +13,7 @@ import pytest
 import embedding_models as models
 import retriever
 from pipeline import Index
-from settings import load_settings
-from tests.conftest import write_notes
+from tests.conftest import synced_index
 
 if not models.installed(models.CJK_MODEL):
     pytest.skip(f"needs {models.CJK_MODEL.pin}", allow_module_level=True)
@@ -213,14 +212,7 @@ QUESTION = "How do I schedule a job to run every 10 minutes?"
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory: pytest.TempPathFactory) -> Index:
-    root = tmp_path_factory.mktemp("zh")
-    kb = write_notes(root / "kb", PAGES)
-    settings = load_settings(
-        environ={}, dotenv_path=None, overrides={"knowledge_dir": kb, "index_dir": root / "ix"}
-    )
-    found = Index(settings)
-    found.sync()
-    return found
+    return synced_index(tmp_path_factory.mktemp("zh"), PAGES)
 
 
 def test_english_question_finds_the_chinese_page_first(index: Index) -> None:

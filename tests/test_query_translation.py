@@ -13,8 +13,7 @@ import embedding_models
 import retriever
 from pipeline import Index
 from query_translation import english_terms, segment
-from settings import load_settings
-from tests.conftest import ROOT, write_notes
+from tests.conftest import ROOT, synced_index
 
 ENGLISH = {
     "Ports.md": "# Find what holds a network port\n\nWhen a server will not start because "
@@ -47,25 +46,14 @@ QUESTIONS = [
 ]
 
 
-def open_index(tmp_path_factory: pytest.TempPathFactory, name: str, notes: dict) -> Index:
-    root = tmp_path_factory.mktemp(name)
-    kb = write_notes(root / "kb", notes)
-    settings = load_settings(
-        environ={}, dotenv_path=None, overrides={"knowledge_dir": kb, "index_dir": root / "ix"}
-    )
-    index = Index(settings)
-    index.sync()
-    return index
-
-
 @pytest.fixture(scope="module")
 def english(tmp_path_factory: pytest.TempPathFactory) -> Index:
-    return open_index(tmp_path_factory, "en", ENGLISH)
+    return synced_index(tmp_path_factory.mktemp("en"), ENGLISH)
 
 
 @pytest.fixture(scope="module")
 def chinese(tmp_path_factory: pytest.TempPathFactory) -> Index:
-    return open_index(tmp_path_factory, "zh", CHINESE)
+    return synced_index(tmp_path_factory.mktemp("zh"), CHINESE)
 
 
 def ranked(
