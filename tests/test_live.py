@@ -6,6 +6,7 @@ watching one index at once; `--no-watch` turns it off.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -19,6 +20,15 @@ from tests.test_repl_pty import COLS, PROMPT, ROWS, Term
 pexpect = pytest.importorskip("pexpect")
 
 FRESH = "# Sourdough\n\nThe zymurgy-quokka starter wants rye flour on Sundays.\n"
+
+
+def save(path: Path, text: str) -> None:
+    """Save a note as editors do: written outside the folder, then renamed into place, so
+    the watcher never sees it empty (a write_text paused between creating and writing the
+    file, on a loaded machine, is two real changes and two "updated" lines)."""
+    part = path.parent.parent / f".{path.name}.part"
+    part.write_text(text, encoding="utf-8")
+    os.replace(part, path)
 
 
 def repl(kb: Path, ix: Path, *flags: str) -> Term:
@@ -49,7 +59,7 @@ def test_the_repl_finds_a_note_saved_while_it_runs_and_says_so(tmp_path: Path) -
     kb = write_notes(tmp_path / "kb", NOTES)
     term = repl(kb, tmp_path / "ix")
     try:
-        (kb / "sourdough.md").write_text(FRESH, encoding="utf-8")
+        save(kb / "sourdough.md", FRESH)
         assert found_by_repl(term), term.screen
         # Said once, before the next line's output (the change may land while /debug runs,
         # never in the middle of what it prints).
@@ -67,7 +77,7 @@ def test_no_watch_leaves_the_index_as_it_was_at_start(tmp_path: Path) -> None:
     kb = write_notes(tmp_path / "kb", NOTES)
     term = repl(kb, tmp_path / "ix", "--no-watch")
     try:
-        (kb / "sourdough.md").write_text(FRESH, encoding="utf-8")
+        save(kb / "sourdough.md", FRESH)
         assert not found_by_repl(term, within=4)
         term.child.sendline("/reindex")  # the way to pick it up without watching
         term.wait(PROMPT, timeout=120)
@@ -82,7 +92,7 @@ def test_a_server_and_a_repl_watching_one_index_both_see_a_saved_note(tmp_path: 
     with Server(tmp_path, NOTES) as server:
         term = repl(server.kb, server.ix)
         try:
-            (server.kb / "sourdough.md").write_text(FRESH, encoding="utf-8")
+            save(server.kb / "sourdough.md", FRESH)
             api = server.client()
             deadline, hits = time.monotonic() + 30, []
             while time.monotonic() < deadline:
