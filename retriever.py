@@ -134,6 +134,13 @@ def is_cjk_query(query: str) -> bool:
     return cjk_share(query) >= CJK_QUERY
 
 
+def has_words(query: str) -> bool:
+    """Whether the query has a letter or digit in any script. One of only punctuation,
+    symbols or emoji ("？？？") matches nothing: without this the dense side, min-max
+    scaled, would offer its nearest chunk at score 1.0 as if it answered."""
+    return any(ch.isalnum() for ch in query)
+
+
 def dense_share(query: str, embedder_id: str) -> float:
     """How much the dense ranking counts in the blend for this query (0..1)."""
     latin, cjk = ALPHA.get(embedder_id, ALPHA_UNMEASURED)
@@ -163,7 +170,7 @@ def search(
     While the vector store is being filled, `partial` (default PARTIAL) says how hybrid
     ranks; dense search never returns a chunk whose vector is not stored for its text.
     """
-    if not query.strip() or k <= 0:
+    if not has_words(query) or k <= 0:
         return _ranked([], mode)
     filters = filters or Filters()
     filtered = filters != Filters()

@@ -703,6 +703,18 @@ def test_an_empty_query_finds_nothing(english, query, mode) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("query", ["？？？", "?!", "...", "🙂🙂", "—— ##"])
+def test_a_query_without_a_letter_or_digit_finds_nothing(english, query, mode) -> None:
+    # Dense search always has a nearest chunk: scaled, it would come first at 1.0.
+    assert english.search(query, 5, mode=mode) == []
+
+
+@pytest.mark.parametrize("query", ["42", "数据", "LUM-E013?"])
+def test_a_query_with_one_letter_or_digit_is_searched(english, query) -> None:
+    assert english.search(query, 5, mode="dense")
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_k_zero_finds_nothing(english, mode) -> None:
     assert english.search("LUM-E013", 0, mode=mode) == []
 
