@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 import embedding_models as models
+import windows
 from errors import AskmdError, first_line, openai_error
 
 if TYPE_CHECKING:
@@ -173,10 +174,22 @@ class LocalEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Passages -> float32 (n, 384), unit rows, in input order."""
-        texts = _as_list(texts)
+        return self._run(_as_list(texts), None)[0]
+
+    def embed_windows(
+        self, texts: Sequence[str], starts: Sequence[int]
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Passages -> their vectors as embed() gives them, and per passage the vectors of
+        its windows from text[start:] (windows.py), pooled from the same run."""
+        return self._run(_as_list(texts), list(starts))
+
+    def _run(
+        self, texts: list[str], starts: list[int] | None
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
         out = np.zeros((len(texts), LOCAL_DIMENSION), dtype=np.float32)
+        pooled: list[np.ndarray] = [out[:0]] * len(texts)
         if not texts:
-            return out
+            return out, pooled
         encodings = self._tokenizer.encode_batch(texts)
         lengths = np.array([len(e.ids) for e in encodings])
         # Batches of similar lengths pad little; the padding itself never changes a vector
@@ -193,7 +206,11 @@ class LocalEmbedder:
             hidden = self._session.run(["last_hidden_state"], feed)[0]
             weights = mask[:, :, None].astype(np.float32)
             out[rows] = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
-        return _normalise(out)
+            if starts is not None:
+                for row, i in enumerate(rows):
+                    spans = windows.spans(texts[i], starts[i])
+                    pooled[i] = windows.pool(hidden[row, : lengths[i]], encodings[i].offsets, spans)
+        return _normalise(out), pooled
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Questions -> vectors; MiniLM uses no query prefix, so this is embed()."""
@@ -626,6 +643,12 @@ class Paired:
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self.primary.embed_queries(texts)
+
+    @property
+    def embed_windows(self):
+        """The primary model's, when it has window vectors (an AttributeError otherwise,
+        so `getattr(embedder, "embed_windows", None)` answers for the pair)."""
+        return self.primary.embed_windows  # type: ignore[attr-defined]
 
     def companion(self) -> Embedder:
         if self._companion is None:

@@ -28,6 +28,7 @@ import notes
 import prepare
 import terms
 import vault
+import windows
 from errors import Damaged, IndexBusy  # noqa: F401 - raised by sync; callers catch it here
 from manifest import FileRecord, Manifest, now
 from rwlock import file_lock
@@ -392,6 +393,7 @@ def _fill(
         manifest.total_chunks() + CACHE_SLACK
     ):
         manifest.prune_cache(embedder.id)
+        manifest.prune_cache(windows.key(embedder.id))
 
 
 def _open_for_filling(
@@ -747,7 +749,8 @@ def _fill_group(w: _Writer, sources: list[str], skipped: set[str]) -> int:
     hashes = [r.text_hash for r in rows]
     vectors = manifest.cached(embedder.id, sorted(set(hashes)))
     missing = sorted({h for h in hashes if h not in vectors})
-    text_of = _embedding_texts(w, rows, missing, skipped)
+    starts: dict[str, int] = {}
+    text_of = _embedding_texts(w, rows, missing, skipped, starts)
     if skipped & set(sources):
         rows = [r for r in rows if r.source not in skipped]
         sources = [s for s in sources if s not in skipped]
@@ -757,10 +760,17 @@ def _fill_group(w: _Writer, sources: list[str], skipped: set[str]) -> int:
     # An embeddings server takes a few rounds of batches in flight per call; capped so the
     # progress bar still moves every few calls.
     step = min(max(EMBED_SLICE, int(getattr(embedder, "slice_size", EMBED_SLICE))), SLICE_CAP)
+    with_windows = getattr(embedder, "embed_windows", None)  # the local model's, from its run
+    latin = {r.text_hash for r in rows if terms.cjk_share(r.text) < models.CJK_CHUNK}
     for start in range(0, len(missing), step):
         part = missing[start : start + step]
         began = time.perf_counter()
-        fresh = embedder.embed([text_of[h] for h in part])
+        if with_windows is None:
+            fresh = embedder.embed([text_of[h] for h in part])
+        else:  # CJK chunks' windows are left out: questions about them are not MiniLM's
+            fresh, pooled = with_windows([text_of[h] for h in part], [starts[h] for h in part])
+            kept = {h: v for h, v in zip(part, pooled, strict=True) if h in latin and len(v)}
+            manifest.cache_windows(windows.key(embedder.id), kept)
         report.embed_seconds += time.perf_counter() - began
         new = dict(zip(part, fresh, strict=True))
         manifest.cache(embedder.id, new)
@@ -786,7 +796,7 @@ def _fill_group(w: _Writer, sources: list[str], skipped: set[str]) -> int:
 
 
 def _embedding_texts(
-    w: _Writer, rows: list, wanted: list[str], skipped: set[str]
+    w: _Writer, rows: list, wanted: list[str], skipped: set[str], starts: dict | None = None
 ) -> dict[str, str]:
     """The texts to embed for these hashes. The note is read and chunked again (a
     millisecond a chunk, against tens for embedding it) rather than the manifest keeping
@@ -801,13 +811,20 @@ def _embedding_texts(
             skipped.add(source)
             continue
         chunks = chunker.split_note(note, w.settings.chunk_size, w.settings.chunk_overlap)
-        texts = {hashlib.sha1(c.embedding_text.encode()).hexdigest(): c.embedding_text
-                 for c in chunks}  # fmt: skip
+        texts, begins = {}, {}
+        for c in chunks:
+            text_hash = hashlib.sha1(c.embedding_text.encode()).hexdigest()
+            texts[text_hash] = c.embedding_text
+            # where the chunk's own lines begin, after its title and heading chain
+            body = c.text if c.search_text is None else c.search_text
+            begins[text_hash] = len(c.embedding_text) - len(body)
         mine = {r.text_hash for r in rows if r.source == source}
         if not mine <= set(texts):
             skipped.add(source)
             continue
         found.update((h, texts[h]) for h in mine & wanted_set)
+        if starts is not None:
+            starts.update((h, begins[h]) for h in mine & wanted_set)
     return found
 
 

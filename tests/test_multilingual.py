@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import embedding_models as models
+import windows
 from pipeline import Index
 from settings import load_settings
 from terms import content_terms
@@ -39,13 +40,15 @@ def open_index(kb: Path, ix: Path) -> Index:
     return Index(settings)
 
 
-def cached_ids(ix: Path) -> dict[str, int]:
-    """How many vectors the embedding cache holds, per embedder id."""
+def cached_ids(ix: Path, with_windows: bool = False) -> dict[str, int]:
+    """How many vectors the embedding cache holds, per embedder id (and how many chunks'
+    window vectors, under windows.key(id), with `with_windows`)."""
     db = sqlite3.connect(ix / "manifest.sqlite3")
     try:
-        return dict(db.execute("SELECT embedder, COUNT(*) FROM embeddings GROUP BY embedder"))
+        found = dict(db.execute("SELECT embedder, COUNT(*) FROM embeddings GROUP BY embedder"))
     finally:
         db.close()
+    return {k: v for k, v in found.items() if with_windows or not k.endswith("#windows")}
 
 
 def collections(index: Index) -> dict[str, int]:
@@ -95,6 +98,8 @@ def test_a_folder_with_cjk_notes_gives_every_chunk_the_multilingual_vector(mixed
     ix = mixed.settings.index_dir
     side = models.collection_name(mixed.settings.collection, SIDE)
     assert cached_ids(ix) == {models.MINILM.id: 5, SIDE: 5}
+    # MiniLM's window vectors: of the English chunks only (windows.py)
+    assert cached_ids(ix, with_windows=True)[windows.key(models.MINILM.id)] == len(EN)
     assert collections(mixed) == {mixed.settings.collection: 5, side: 5}
     assert mixed.manifest.get("side_scope") == "all"
 

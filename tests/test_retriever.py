@@ -17,6 +17,7 @@ import pytest
 import answer
 import rag
 import retriever
+import windows
 from errors import AskmdError
 from manifest import Manifest
 from retriever import Filters, Hit
@@ -189,13 +190,20 @@ def test_hybrid_scores_are_the_documented_blend(english, query) -> None:
     hybrid = english.search(query, k, mode="hybrid")
 
     alpha = retriever.dense_share(query, english.embedder.id)
+    # The dense side: each chunk's cosine or, when better, its best window's (windows.py).
+    vector = english.embedder.embed_queries([query])[0]
+    key = windows.key(english.embedder.id)
+    found = english.manifest.windows(key, [h.chunk_id for h in dense], len(vector))
+    assert found  # the premise: these English chunks have window vectors
+    by_dense = {h.chunk_id: h.score for h in dense}
+    by_dense.update((c, max(by_dense[c], windows.best(m, vector))) for c, m in found.items())
     blend: dict[str, float] = {}
-    for ranking, weight in ((dense, alpha), (keyword, 1 - alpha)):
-        values = [h.score for h in ranking]
+    for ranking, weight in ((by_dense, alpha), ({h.chunk_id: h.score for h in keyword}, 1 - alpha)):
+        values = list(ranking.values())
         low, high = (min(values), max(values)) if values else (0.0, 0.0)
-        for h in ranking:
-            scaled = (h.score - low) / (high - low) if high > low else 1.0
-            blend[h.chunk_id] = blend.get(h.chunk_id, 0.0) + weight * scaled
+        for chunk_id, score in ranking.items():
+            scaled = (score - low) / (high - low) if high > low else 1.0
+            blend[chunk_id] = blend.get(chunk_id, 0.0) + weight * scaled
     # Scaled by the best score possible from the retrievers that returned anything.
     top = alpha * bool(dense) + (1 - alpha) * bool(keyword)
     assert {h.chunk_id: h.score for h in hybrid} == pytest.approx(
@@ -206,7 +214,8 @@ def test_hybrid_scores_are_the_documented_blend(english, query) -> None:
     assert all(0 <= s <= 1 for s in scores)
     assert [h.rank for h in hybrid] == list(range(1, len(hybrid) + 1))
     # 1.0 means first in every retriever that returned anything.
-    firsts = {r[0].chunk_id for r in (dense, keyword) if r}
+    best_dense = max(by_dense, key=by_dense.__getitem__)
+    firsts = {best_dense, *(keyword[:1] and [keyword[0].chunk_id])}
     assert (hybrid[0].score == pytest.approx(1.0)) is (len(firsts) == 1)
 
 

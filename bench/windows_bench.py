@@ -1,0 +1,90 @@
+"""Window vectors at search (retriever.WINDOWS) on and off, on one index, in one process.
+
+    python bench/windows_bench.py KB IX QUERIES [QUERIES ...] [--latency] [--margins 0.02,0.04]
+
+KB is a folder indexed into IX with the default settings by code that stores window
+vectors (an index built before has none: both rows then match). QUERIES are JSONL files
+of `rag.py eval` (query, relevant; an optional `kind` also gives a row per kind, e.g.
+the paraphrase set's hard third). Each set is searched in hybrid ranking as shipped
+(`Index.search`, files by their best chunk, as `rag.py eval` ranks them) with windows on
+and off (and with each `--margins` value as retriever.WINDOW_MARGIN: how much a window's
+cosine must beat its chunk's), each setting first in turn question by question;
+`--latency` adds the median search time of each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import evaluate  # noqa: E402
+import retriever  # noqa: E402
+from pipeline import Index  # noqa: E402
+from settings import load_settings  # noqa: E402
+
+K = 10
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("kb", type=Path)
+    parser.add_argument("ix", type=Path)
+    parser.add_argument("queries", type=Path, nargs="+")
+    parser.add_argument("--latency", action="store_true", help="median ms per search too")
+    parser.add_argument("--margins", default="", help="also these WINDOW_MARGIN values, e.g. 0.02")
+    args = parser.parse_args()
+    overrides = {"knowledge_dir": args.kb, "index_dir": args.ix}
+    index = Index(load_settings(environ={}, dotenv_path=None, overrides=overrides))
+    index.sync()
+    index.search("warm up", 5)
+    print("| set | n | windows | hit@1 | hit@5 | hit@10 | MRR@10 | ms |")
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
+    for path in args.queries:
+        queries = evaluate.read_queries(path)
+        lines = [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
+        kind = {str(item.get("id", n)): item.get("kind", "") for n, item in enumerate(lines, 1)}
+        groups = [(path.stem, queries)] + [
+            (f"{path.stem} {k}", [q for q in queries if kind.get(q.id) == k])
+            for k in sorted(set(kind.values()) - {""})
+        ]
+        for label, group in groups:
+            settings = [("off", False, 0.0), ("on", True, retriever.WINDOW_MARGIN)]
+            settings += [(f"on, margin {m}", True, float(m)) for m in args.margins.split(",") if m]
+            ranked: dict[str, list] = {name: [] for name, _, _ in settings}
+            took: dict[str, list[float]] = {name: [] for name, _, _ in settings}
+            shipped = retriever.WINDOW_MARGIN
+            for n, q in enumerate(group):
+                turn = settings[n % len(settings) :] + settings[: n % len(settings)]
+                for name, on, margin in turn:  # each setting first in turn
+                    retriever.WINDOWS, retriever.WINDOW_MARGIN = on, margin
+                    began = time.perf_counter()
+                    hits = index.search(q.query, K * evaluate.CHUNKS_PER_FILE)
+                    took[name].append((time.perf_counter() - began) * 1000)
+                    ranked[name].append((evaluate.rank_files(hits)[:K], set(q.relevant)))
+            retriever.WINDOWS, retriever.WINDOW_MARGIN = True, shipped
+            for name, _, _ in settings:
+                m = _metrics(ranked[name])
+                ms = f"{statistics.median(took[name]):.0f}" if args.latency else ""
+                print(
+                    f"| {label} | {len(group)} | {name} | {m[0]:.3f} | {m[1]:.3f} | "
+                    f"{m[2]:.3f} | {m[3]:.3f} | {ms} |"
+                )
+
+
+def _metrics(runs: list) -> tuple[float, float, float, float]:
+    """hit@1, hit@5, hit@10 and MRR@10, files ranked by their best chunk."""
+    firsts = [next((i for i, f in enumerate(files, 1) if f in want), 0) for files, want in runs]
+    n = max(1, len(runs))
+    hits = [sum(0 < r <= cut for r in firsts) / n for cut in (1, 5, 10)]
+    return hits[0], hits[1], hits[2], sum(1 / r for r in firsts if r) / n
+
+
+if __name__ == "__main__":
+    main()
