@@ -190,13 +190,16 @@ def test_hybrid_scores_are_the_documented_blend(english, query) -> None:
     hybrid = english.search(query, k, mode="hybrid")
 
     alpha = retriever.dense_share(query, english.embedder.id)
-    # The dense side: each chunk's cosine or, when better, its best window's (windows.py).
+    # The dense side: each chunk's cosine or, when better, its best window's less the
+    # margin (windows.py).
     vector = english.embedder.embed_queries([query])[0]
     key = windows.key(english.embedder.id)
     found = english.manifest.windows(key, [h.chunk_id for h in dense], len(vector))
     assert found  # the premise: these English chunks have window vectors
     by_dense = {h.chunk_id: h.score for h in dense}
-    by_dense.update((c, max(by_dense[c], windows.best(m, vector))) for c, m in found.items())
+    for chunk_id, matrix in found.items():
+        window = windows.best(matrix, vector) - retriever.WINDOW_MARGIN
+        by_dense[chunk_id] = max(by_dense[chunk_id], window)
     blend: dict[str, float] = {}
     for ranking, weight in ((by_dense, alpha), ({h.chunk_id: h.score for h in keyword}, 1 - alpha)):
         values = list(ranking.values())
