@@ -404,9 +404,8 @@ def _with_windows(
     found = manifest.windows(windows.key(embedder_id), ids, len(vector))
     if not found:
         return dense
-    for chunk_id, matrix in found.items():
-        window = windows.best(matrix, vector) - WINDOW_MARGIN
-        score[chunk_id] = max(score.get(chunk_id, 0.0), window)
+    for chunk_id, cosine in windows.nearest(found, vector).items():
+        score[chunk_id] = max(score.get(chunk_id, 0.0), cosine - WINDOW_MARGIN)
     return sorted(score.items(), key=lambda item: -item[1])[:pool]
 
 

@@ -79,8 +79,14 @@ def key(embedder_id: str) -> str:
     return embedder_id + "#windows"
 
 
-def best(windows: np.ndarray, query: np.ndarray) -> float:
-    """The cosine of the window nearest the question (unit vectors)."""
+def nearest(found: dict[str, np.ndarray], query: np.ndarray) -> dict[str, float]:
+    """Per chunk, the cosine of its window nearest the question (unit vectors), in one
+    product over every window: a few hundred candidates take about a millisecond."""
     import numpy as np
 
-    return float((windows.astype(np.float32) @ query).max())
+    if not found:
+        return {}
+    matrices = list(found.values())
+    cosines = np.concatenate(matrices).astype(np.float32) @ query.astype(np.float32)
+    starts = np.cumsum([0] + [len(m) for m in matrices[:-1]])
+    return dict(zip(found, np.maximum.reduceat(cosines, starts).tolist(), strict=True))

@@ -5,7 +5,8 @@
 KB is a folder indexed into IX with the default settings by code that stores window
 vectors (an index built before has none: both rows then match). QUERIES are JSONL files
 of `rag.py eval` (query, relevant; an optional `kind` also gives a row per kind, e.g.
-the paraphrase set's hard third). Each set is searched in hybrid ranking as shipped
+the paraphrase set's hard third; `--prefix en/` when KB holds the set's folder as en/).
+Each set is searched in hybrid ranking as shipped
 (`Index.search`, files by their best chunk, as `rag.py eval` ranks them) with windows on
 and off (and with each `--margins` value as retriever.WINDOW_MARGIN: how much a window's
 cosine must beat its chunk's), each setting first in turn question by question;
@@ -38,6 +39,7 @@ def main() -> None:
     parser.add_argument("ix", type=Path)
     parser.add_argument("queries", type=Path, nargs="+")
     parser.add_argument("--latency", action="store_true", help="median ms per search too")
+    parser.add_argument("--prefix", default="", help="KB's folder the sets' paths are in")
     parser.add_argument("--margins", default="", help="also these WINDOW_MARGIN values, e.g. 0.02")
     args = parser.parse_args()
     overrides = {"knowledge_dir": args.kb, "index_dir": args.ix}
@@ -67,7 +69,8 @@ def main() -> None:
                     began = time.perf_counter()
                     hits = index.search(q.query, K * evaluate.CHUNKS_PER_FILE)
                     took[name].append((time.perf_counter() - began) * 1000)
-                    ranked[name].append((evaluate.rank_files(hits)[:K], set(q.relevant)))
+                    wanted = {args.prefix + r for r in q.relevant}
+                    ranked[name].append((evaluate.rank_files(hits)[:K], wanted))
             retriever.WINDOWS, retriever.WINDOW_MARGIN = True, shipped
             for name, _, _ in settings:
                 m = _metrics(ranked[name])

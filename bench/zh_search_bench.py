@@ -1,7 +1,7 @@
 """The real search on the Chinese question sets: by ranking mode, by CJK dense share, timed.
 
     python bench/zh_search_bench.py KB IX [--english-only] [--shares 0.3,0.5] [--latency 0.3]
-        [--without-translated-share]
+        [--without-translated-share] [--without-windows]
 
 KB is the mixed folder of zh_to_en_bench.py (the vault under en/, the Chinese tldr pages
 under zh/), or with `--english-only` the vault alone (then only the Chinese questions
@@ -12,7 +12,8 @@ share for CJK questions of the model that ranks them (retriever.ALPHA) set to ea
 between searches (median and 95th percentile, ms), after one search timed apart: the
 process's first Chinese question, which reads the dictionary. `--without-translated-share`
 also runs hybrid with retriever.TRANSLATED_SHARE off (an English-only model's CJK share
-kept for Chinese questions it reads through their translation).
+kept for Chinese questions it reads through their translation). `--without-windows` also
+runs hybrid with retriever.WINDOWS off (no window vectors, windows.py).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ def main() -> None:
     parser.add_argument("--shares", default="", help="CJK dense shares to try, e.g. 0.3,0.5")
     parser.add_argument("--latency", type=float, default=None, help="seconds between searches")
     parser.add_argument("--without-translated-share", action="store_true")
+    parser.add_argument("--without-windows", action="store_true")
     args = parser.parse_args()
     index, _, _ = open_mixed(args.kb, args.ix)
     sets = [(label, load(name, kinds), prefix) for label, name, kinds, prefix in SETS]
@@ -66,6 +68,15 @@ def main() -> None:
                     (files(found), {prefix + r for r in q["relevant"]})
                 )
         retriever.TRANSLATED_SHARE = True
+    if args.without_windows:
+        retriever.WINDOWS = False
+        for label, qs, prefix in sets:
+            for q in qs:
+                found = [h.source for h in index.search(q["query"], 10)]
+                rows.setdefault((label, "hybrid, windows off"), []).append(
+                    (files(found), {prefix + r for r in q["relevant"]})
+                )
+        retriever.WINDOWS = True
     model = _cjk_model(index)
     base = retriever.ALPHA[model]
     for share in [float(s) for s in args.shares.split(",") if s]:

@@ -39,6 +39,18 @@ def test_spans_start_where_asked_and_skip_blank_text() -> None:
     assert windows.spans(" \n\t\n") == []
 
 
+def test_each_chunk_gets_its_nearest_window() -> None:
+    question = np.array([1.0, 0.0], dtype=np.float32)
+    found = {
+        "a": np.array([[0.0, 1.0], [0.6, 0.8]], dtype=np.float16),
+        "b": np.array([[1.0, 0.0]], dtype=np.float16),
+        "c": np.array([[-1.0, 0.0], [0.0, -1.0], [0.8, 0.6]], dtype=np.float16),
+    }
+    expected = {"a": 0.6, "b": 1.0, "c": 0.8}
+    assert windows.nearest(found, question) == pytest.approx(expected, abs=1e-3)
+    assert windows.nearest({}, question) == {}
+
+
 def test_chinese_sentence_ends_split_without_spaces() -> None:
     text = "第一句很长" * 20 + "。第二句。" + "第三句很长" * 20 + "！"
     assert len(windows.spans(text)) == 2  # the short second one joins the first
@@ -81,7 +93,7 @@ def test_a_window_is_nearer_its_own_question_than_the_whole_chunk(model) -> None
     assert len(pooled) == len(spans) > 1
     nearest = spans[int((pooled @ question).argmax())]
     assert "disable suspend" in text[nearest[0] : nearest[1]]
-    assert windows.best(pooled, question) > float(chunk @ question)
+    assert windows.nearest({"c": pooled}, question)["c"] > float(chunk @ question)
 
 
 # A folder where the note that answers says it in one sentence among many about other
