@@ -770,7 +770,7 @@ def _fill_group(w: _Writer, sources: list[str], skipped: set[str]) -> int:
         else:  # CJK chunks' windows are left out: questions about them are not MiniLM's
             fresh, pooled = with_windows([text_of[h] for h in part], [starts[h] for h in part])
             kept = {h: v for h, v in zip(part, pooled, strict=True) if h in latin and len(v)}
-            manifest.cache_windows(windows.key(embedder.id), kept)
+            manifest.cache(windows.key(embedder.id), kept, dtype="float16")
         report.embed_seconds += time.perf_counter() - began
         new = dict(zip(part, fresh, strict=True))
         manifest.cache(embedder.id, new)

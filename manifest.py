@@ -794,36 +794,24 @@ class Manifest:
     def cached(self, embedder: str, hashes: list[str]) -> dict[str, np.ndarray]:
         import numpy as np
 
-        found: dict[str, np.ndarray] = {}
-        for start in range(0, len(hashes), 500):
-            part = hashes[start : start + 500]
-            marks = ",".join("?" * len(part))
-            rows = self.db.execute(
-                f"SELECT text_hash, vector FROM embeddings WHERE embedder = ? "
-                f"AND text_hash IN ({marks})",
-                [embedder, *part],
-            )
-            found.update((h, np.frombuffer(v, dtype=np.float32)) for h, v in rows)
-        return found
+        sql = "SELECT text_hash, vector FROM embeddings WHERE embedder = ? AND text_hash IN ({})"
+        rows = self._rows_in(sql, [embedder], hashes)
+        return {h: np.frombuffer(v, dtype=np.float32) for h, v in rows}
 
-    def cache(self, embedder: str, vectors: dict[str, np.ndarray]) -> None:
-        import numpy as np
+    def _rows_in(self, sql: str, first: list, keys: list[str]):
+        """The rows of `sql` whose `IN ({})` takes the keys, asked 500 at a time (SQLite's
+        limit on parameters is 999 in older builds)."""
+        for start in range(0, len(keys), 500):
+            part = keys[start : start + 500]
+            yield from self.db.execute(sql.format(",".join("?" * len(part))), [*first, *part])
 
+    def cache(self, embedder: str, vectors: dict[str, np.ndarray], dtype: str = "float32") -> None:
+        """Vectors by text hash. Window vectors (windows.py) are kept as float16: half the
+        bytes, and cosines move by about 1e-3."""
         with self._transaction():
             self.db.executemany(
                 "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)",
-                [(embedder, h, v.astype(np.float32).tobytes()) for h, v in vectors.items()],
-            )
-
-    def cache_windows(self, key: str, windows: dict[str, np.ndarray]) -> None:
-        """Chunks' window vectors (windows.py) by text hash, as float16: a quarter of the
-        vector cache's bytes per vector, and cosines move by about 1e-3."""
-        import numpy as np
-
-        with self._transaction():
-            self.db.executemany(
-                "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)",
-                [(key, h, v.astype(np.float16).tobytes()) for h, v in windows.items()],
+                [(embedder, h, v.astype(dtype).tobytes()) for h, v in vectors.items()],
             )
 
     def windows(self, key: str, ids: list[str], dimension: int) -> dict[str, np.ndarray]:
@@ -831,19 +819,15 @@ class Manifest:
         without any are left out)."""
         import numpy as np
 
-        found: dict[str, np.ndarray] = {}
-        for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
-            marks = ",".join("?" * len(part))
-            rows = self.db.execute(
-                f"SELECT c.id, e.vector FROM chunks c JOIN embeddings e "
-                f"ON e.embedder = ? AND e.text_hash = c.text_hash WHERE c.id IN ({marks})",
-                [key, *part],
-            )
-            for chunk_id, blob in rows:
-                if blob:
-                    found[chunk_id] = np.frombuffer(blob, dtype=np.float16).reshape(-1, dimension)
-        return found
+        sql = (
+            "SELECT c.id, e.vector FROM chunks c JOIN embeddings e "
+            "ON e.embedder = ? AND e.text_hash = c.text_hash WHERE c.id IN ({})"
+        )
+        return {
+            chunk_id: np.frombuffer(blob, dtype=np.float16).reshape(-1, dimension)
+            for chunk_id, blob in self._rows_in(sql, [key], ids)
+            if blob
+        }
 
     def cache_size(self, embedder: str) -> int:
         query = "SELECT COUNT(*) FROM embeddings WHERE embedder = ?"

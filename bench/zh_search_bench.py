@@ -59,36 +59,32 @@ def main() -> None:
                 rows.setdefault((label, mode), []).append(
                     (files(found), {prefix + r for r in q["relevant"]})
                 )
-    if args.without_translated_share:
-        retriever.TRANSLATED_SHARE = False
-        for label, qs, prefix in sets:
-            for q in qs:
-                found = [h.source for h in index.search(q["query"], 10)]
-                rows.setdefault((label, "hybrid, translated share off"), []).append(
-                    (files(found), {prefix + r for r in q["relevant"]})
-                )
-        retriever.TRANSLATED_SHARE = True
-    if args.without_windows:
-        retriever.WINDOWS = False
-        for label, qs, prefix in sets:
-            for q in qs:
-                found = [h.source for h in index.search(q["query"], 10)]
-                rows.setdefault((label, "hybrid, windows off"), []).append(
-                    (files(found), {prefix + r for r in q["relevant"]})
-                )
-        retriever.WINDOWS = True
+    switches = (
+        (args.without_translated_share, "TRANSLATED_SHARE", "hybrid, translated share off"),
+        (args.without_windows, "WINDOWS", "hybrid, windows off"),
+    )
+    for wanted, switch, ranking in switches:
+        if wanted:
+            setattr(retriever, switch, False)
+            _hybrid(index, sets, rows, ranking)
+            setattr(retriever, switch, True)
     model = _cjk_model(index)
     base = retriever.ALPHA[model]
     for share in [float(s) for s in args.shares.split(",") if s]:
         retriever.ALPHA[model] = (base[0], share)
-        for label, qs, prefix in sets:
-            for q in qs:
-                found = [h.source for h in index.search(q["query"], 10)]
-                rows.setdefault((label, f"hybrid, CJK dense share {share} ({model})"), []).append(
-                    (files(found), {prefix + r for r in q["relevant"]})
-                )
+        _hybrid(index, sets, rows, f"hybrid, CJK dense share {share} ({model})")
     retriever.ALPHA[model] = base
     print_table(rows)
+
+
+def _hybrid(index, sets: list, rows: dict, ranking: str) -> None:
+    """Every set searched as shipped (with whatever retriever switches are set now)."""
+    for label, qs, prefix in sets:
+        for q in qs:
+            found = [h.source for h in index.search(q["query"], 10)]
+            rows.setdefault((label, ranking), []).append(
+                (files(found), {prefix + r for r in q["relevant"]})
+            )
 
 
 def _cjk_model(index) -> str:
