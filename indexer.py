@@ -176,6 +176,7 @@ def sync(
     locked: Callable[[], None] = lambda: None,
     paths: list[str] | None = None,
     vectors: bool | list[str] = True,
+    windows_too: bool = True,
 ) -> SyncReport:
     """Make the index match the folder; see the module docstring.
 
@@ -184,6 +185,8 @@ def sync(
     filled (`fill`). `vectors` says how much of the second phase runs here: True all of
     it, False none (a background filler does it), a list of sources only theirs (a
     watcher's few changed notes, while a background filler works through the rest).
+    With all of it and `windows_too`, chunks stored without window vectors (an index
+    built before them) get theirs too (`backfill_windows`).
 
     Every change that readers could see (a group of files recorded, the deleted files
     dropped, a group of vectors stored) happens inside `commit()`, so a caller serving
@@ -208,12 +211,15 @@ def sync(
             looked = (report, generation, current)
             same = same and not manifest.packing_due()  # an index from older code packs once
             if same:
-                if vectors and needs_filling(settings, manifest):
+                backfill = vectors is True and windows_too and windows_due(settings, manifest)
+                if vectors and needs_filling(settings, manifest) or backfill:
                     with file_lock(settings.index_dir, wait, on_wait):
                         locked()
                         only = None if vectors is True else vectors
                         fill(settings, store, manifest, make_embedder, report=report,
                              progress=progress, commit=commit, sources=only)  # fmt: skip
+                        if backfill:
+                            backfill_windows(settings, manifest, make_embedder, progress=progress)
                 report.chunks_waiting = manifest.pending()
                 report.seconds = time.perf_counter() - started
                 return report
@@ -268,6 +274,8 @@ def sync(
                 only = None if vectors is True else vectors
                 fill(settings, store, manifest, make_embedder, report=report,
                      progress=progress, commit=commit, sources=only)  # fmt: skip
+            if vectors is True and windows_too and windows_due(settings, manifest):
+                backfill_windows(settings, manifest, make_embedder, progress=progress)
             report.chunks_total = manifest.total_chunks()
             report.chunks_waiting = manifest.pending()
         report.seconds = time.perf_counter() - started
@@ -326,6 +334,67 @@ def needs_filling(settings: Settings, manifest: Manifest) -> bool:
         and manifest.get("side_scope") != "all"
         and manifest.has_cjk_chunks()
     )
+
+
+def windows_due(settings: Settings, manifest: Manifest) -> bool:
+    """Whether stored chunks may lack window vectors (windows.py): the settings' model
+    makes them and the manifest does not say every chunk has its entry. Read from the
+    manifest alone."""
+    embedder = embedder_id(settings)
+    return (
+        embedder == models.MINILM.id
+        and manifest.vectors_kept()
+        and manifest.get("windows") != windows.key(embedder)
+        and manifest.total_chunks() > 0
+    )
+
+
+def backfill_windows(
+    settings: Settings,
+    manifest: Manifest,
+    make_embedder: Callable[[], Embedder],
+    *,
+    chunks: int | None = None,
+    stop: Callable[[], bool] = lambda: False,
+    progress: Progress | None = None,
+) -> None:
+    """Give window vectors to stored chunks that have none: an index built before they
+    existed gets them without a rebuild, whole files at a time (the vectors are kept; the
+    model runs once more over those chunks), `stop` asked between groups, about `chunks`
+    at most. Searches meanwhile use the windows that are there. Once every chunk has its
+    entry the manifest says so and `windows_due` is False. Called with the lock file held."""
+    key = windows.key(embedder_id(settings))
+    if not manifest.without_windows(key, 1):  # all done already: no model to load
+        manifest.set(windows=key)
+        return
+    embedder = make_embedder()
+    with_windows = getattr(embedder, "embed_windows", None)
+    if with_windows is None or windows.key(embedder.id) != key:
+        return
+    progress = progress or NoProgress()
+    w = _Writer(settings, None, manifest, embedder, SyncReport(), progress, nullcontext)
+    done, after, skipped = 0, "", set()
+    while not stop() and (chunks is None or done < chunks):
+        size = GROUP_CHUNKS if chunks is None else min(GROUP_CHUNKS, chunks - done)
+        wanted = manifest.without_windows(key, size, after)
+        if not wanted:
+            if not skipped:  # the end, every chunk before it done: no look-up from now on
+                manifest.set(windows=key)
+            break
+        after = wanted[-1][0]
+        rows = manifest.chunks_of(sorted({s for s, _ in wanted}))
+        hashes = sorted({h for _, h in wanted})
+        starts: dict[str, int] = {}
+        progress.step("storing window vectors")
+        text_of = _embedding_texts(w, rows, hashes, skipped, starts)
+        missing = sorted((h for h in hashes if h in text_of), key=lambda h: len(text_of[h]))
+        latin = {r.text_hash for r in rows if terms.cjk_share(r.text) < models.CJK_CHUNK}
+        for first in range(0, len(missing), EMBED_SLICE):
+            part = missing[first : first + EMBED_SLICE]
+            _, pooled = with_windows([text_of[h] for h in part], [starts[h] for h in part])
+            _keep_windows(manifest, embedder.id, part, pooled, latin)
+        done += len(hashes)
+    progress.step("")
 
 
 def fill(
@@ -769,8 +838,7 @@ def _fill_group(w: _Writer, sources: list[str], skipped: set[str]) -> int:
             fresh = embedder.embed([text_of[h] for h in part])
         else:  # CJK chunks' windows are left out: questions about them are not MiniLM's
             fresh, pooled = with_windows([text_of[h] for h in part], [starts[h] for h in part])
-            kept = {h: v for h, v in zip(part, pooled, strict=True) if h in latin and len(v)}
-            manifest.cache(windows.key(embedder.id), kept, dtype="float16")
+            _keep_windows(manifest, embedder.id, part, pooled, latin)
         report.embed_seconds += time.perf_counter() - began
         new = dict(zip(part, fresh, strict=True))
         manifest.cache(embedder.id, new)
@@ -793,6 +861,18 @@ def _fill_group(w: _Writer, sources: list[str], skipped: set[str]) -> int:
         _write_side(w, sources, side, metadatas)
         manifest.filled(sources)
     return len(rows)
+
+
+def _keep_windows(
+    manifest: Manifest, embedder_id: str, hashes: list[str], pooled: list, latin: set[str]
+) -> None:
+    """Cache the window vectors of these chunks: an empty entry for a chunk without any
+    (CJK text, no words), so `backfill_windows` knows it is done."""
+    import numpy as np
+
+    empty = np.zeros((0, 1), dtype=np.float16)
+    kept = {h: v if h in latin and len(v) else empty for h, v in zip(hashes, pooled, strict=True)}
+    manifest.cache(windows.key(embedder_id), kept, dtype="float16")
 
 
 def _embedding_texts(

@@ -829,6 +829,24 @@ class Manifest:
             if blob
         }
 
+    def without_windows(self, key: str, limit: int, after: str = "") -> list[tuple[str, str]]:
+        """(source, text hash) of stored chunks with no window entry under `key`, in the
+        files after `after` in path order, whole files until `limit` chunks are reached."""
+        if not self.vectors_kept():
+            return []
+        rows = self.db.execute(
+            "SELECT c.source, c.text_hash FROM chunks c WHERE c.source > ? AND c.vector = 1 "
+            "AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.embedder = ? "
+            "AND e.text_hash = c.text_hash) ORDER BY c.source",
+            (after, key),
+        )
+        found: list[tuple[str, str]] = []
+        for source, text_hash in rows:
+            if len(found) >= limit and source != found[-1][0]:
+                break
+            found.append((source, text_hash))
+        return found
+
     def cache_size(self, embedder: str) -> int:
         query = "SELECT COUNT(*) FROM embeddings WHERE embedder = ?"
         return self.db.execute(query, (embedder,)).fetchone()[0]

@@ -201,6 +201,7 @@ class Index:
         on_wait: Callable[[str], None] | None = None,
         queue: float | None = None,
         vectors: bool | None = None,
+        windows_too: bool = True,
     ) -> indexer.SyncReport:
         """Bring the index in step with the folder: the one door for every change to it.
 
@@ -218,6 +219,8 @@ class Index:
         phase (False: `index --keyword-only`, or a caller that starts `fill_in_background`).
         None: all of it, unless a background filler runs: then just the vectors of the
         notes in `paths` (a watcher's few saved notes), and the filler does the rest.
+        A whole vector phase also gives window vectors to chunks stored without them,
+        unless `windows_too` is False (a one-shot search's quick fill).
         """
         if self.read_only:
             raise AskmdError(
@@ -245,6 +248,7 @@ class Index:
                 locked=self.follow,
                 paths=paths,
                 vectors=vectors,
+                windows_too=windows_too,
             )
         if auto and vectors is False:  # left to the filler, unless they are few (/reindex)
             self._fill_few(report, progress, wait, FOREGROUND_CHUNKS_LIVE)
@@ -263,7 +267,7 @@ class Index:
         embedding), adding what was done to `report`; how many still wait."""
         waiting = self.manifest.pending()
         if waiting <= limit and indexer.needs_filling(self.settings, self.manifest):
-            filled = self.sync(progress=progress, wait=wait, vectors=True)
+            filled = self.sync(progress=progress, wait=wait, vectors=True, windows_too=False)
             report.chunks_embedded += filled.chunks_embedded
             report.embed_seconds += filled.embed_seconds
             report.seconds += filled.seconds
@@ -293,24 +297,33 @@ class Index:
         self.filler.start()
 
     def fill_some(self, chunks: int, stop: Callable[[], bool]) -> bool:
-        """Store the vectors of about `chunks` more chunks (whole notes); True while more
-        wait. Waits for nobody: Busy when another thread of this process is writing,
-        IndexBusy when another process is."""
+        """Store the vectors of about `chunks` more chunks (whole notes), or when none wait,
+        the window vectors of as many stored without them; True while more wait. Waits for
+        nobody: Busy when another thread of this process is writing, IndexBusy when
+        another process is."""
         with self.writer.turn(0):
-            if not indexer.needs_filling(self.settings, self.manifest):
+            vectors = indexer.needs_filling(self.settings, self.manifest)
+            if not vectors and not indexer.windows_due(self.settings, self.manifest):
                 return False
             with file_lock(self.settings.index_dir):
                 self.follow()
-                indexer.fill(
-                    self.settings,
-                    self.store,
-                    self.manifest,
-                    lambda: self.embedder,
-                    commit=self._commit,
-                    chunks=chunks,
-                    stop=stop,
-                )
-            return indexer.needs_filling(self.settings, self.manifest)
+                if vectors:
+                    indexer.fill(
+                        self.settings,
+                        self.store,
+                        self.manifest,
+                        lambda: self.embedder,
+                        commit=self._commit,
+                        chunks=chunks,
+                        stop=stop,
+                    )
+                else:  # then the window vectors an older index lacks (windows.py)
+                    embedder = lambda: self.embedder  # noqa: E731
+                    indexer.backfill_windows(
+                        self.settings, self.manifest, embedder, chunks=chunks, stop=stop
+                    )
+            more = indexer.needs_filling(self.settings, self.manifest)
+            return more or indexer.windows_due(self.settings, self.manifest)
 
     def filling(self) -> dict:
         """How far the vectors are: {"chunks", "chunks_embedded", "keyword_ready"}."""

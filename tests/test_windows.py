@@ -3,12 +3,17 @@ run of the real local model, what the index keeps of them and what they change i
 
 from __future__ import annotations
 
+import json
+import sqlite3
+
 import numpy as np
 import pytest
 
+import embedding_models as models
 import retriever
 import windows
-from tests.conftest import synced_index
+from pipeline import Index
+from tests.conftest import synced_index, write_notes
 
 TITLE = "Power settings > Laptop"
 
@@ -165,3 +170,60 @@ def test_a_chinese_question_is_ranked_as_before(folder, monkeypatch) -> None:
     with_windows = [(h.chunk_id, h.score) for h in folder.search(question, 4)]
     monkeypatch.setattr(retriever, "WINDOWS", False)
     assert [(h.chunk_id, h.score) for h in folder.search(question, 4)] == with_windows
+
+
+def _forget_windows(index_dir) -> None:
+    """Make an index look built before window vectors: no entries, no mark."""
+    key = windows.key(models.MINILM.id)
+    db = sqlite3.connect(index_dir / "manifest.sqlite3")
+    with db:
+        db.execute("DELETE FROM embeddings WHERE embedder = ?", (key,))
+        db.execute("DELETE FROM meta WHERE key = 'windows'")
+    db.close()
+
+
+def _window_entries(index_dir) -> tuple[int, str | None]:
+    db = sqlite3.connect(index_dir / "manifest.sqlite3")
+    try:
+        key = windows.key(models.MINILM.id)
+        count = "SELECT COUNT(*) FROM embeddings WHERE embedder = ? AND length(vector) > 0"
+        mark = db.execute("SELECT value FROM meta WHERE key = 'windows'").fetchone()
+        return db.execute(count, (key,)).fetchone()[0], mark and mark[0]
+    finally:
+        db.close()
+
+
+def test_an_index_from_before_windows_gets_them_at_its_next_index(tmp_path, run_rag) -> None:
+    kb = write_notes(tmp_path / "kb", NOTES)
+    where = ["--knowledge", str(kb), "--index-dir", str(tmp_path / "ix")]
+    assert run_rag(*where, "index").returncode == 0
+    fresh = run_rag(*where, "search", QUESTION, "--json")
+    assert _window_entries(tmp_path / "ix") == (4, windows.key(models.MINILM.id))
+    _forget_windows(tmp_path / "ix")
+
+    # A one-shot search answers at once: it does not stop to make them.
+    assert run_rag(*where, "search", QUESTION, "--json").returncode == 0
+    assert _window_entries(tmp_path / "ix") == (0, None)
+    indexed = run_rag(*where, "index")
+    assert indexed.returncode == 0, indexed.stderr
+    assert "up to date" in indexed.stderr  # no note was re-read or re-embedded
+    assert _window_entries(tmp_path / "ix") == (4, windows.key(models.MINILM.id))
+    again = run_rag(*where, "search", QUESTION, "--json")
+    assert json.loads(again.stdout)["results"] == json.loads(fresh.stdout)["results"]
+
+
+def test_the_background_filler_gives_windows_to_an_older_index(tmp_path) -> None:
+    index = synced_index(tmp_path, NOTES)
+    expected = [(h.chunk_id, h.score) for h in index.search(QUESTION, 4)]
+    index.manifest.close()
+    _forget_windows(tmp_path / "ix")
+    index = Index(index.settings)
+    try:
+        assert index.fill_some(2, lambda: False) is True  # two chunks' worth: more to do
+        assert 0 < _window_entries(tmp_path / "ix")[0] < 4
+        while index.fill_some(2, lambda: False):
+            pass
+        assert _window_entries(tmp_path / "ix") == (4, windows.key(models.MINILM.id))
+        assert [(h.chunk_id, h.score) for h in index.search(QUESTION, 4)] == expected
+    finally:
+        index.manifest.close()
