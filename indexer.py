@@ -364,8 +364,13 @@ def backfill_windows(
     at most. Searches meanwhile use the windows that are there. Once every chunk has its
     entry the manifest says so and `windows_due` is False. Called with the lock file held."""
     key = windows.key(embedder_id(settings))
-    if not manifest.without_windows(key, 1):  # all done already: no model to load
-        manifest.set(windows=key)
+    # Where the last call stopped, so a filler's small calls do not look through the
+    # files already done each time (a scan of all chunks takes seconds at 250k).
+    after = manifest.get("windows_after") or ""
+    if not manifest.without_windows(key, 1, after) and not (
+        after and manifest.without_windows(key, 1)
+    ):  # all done already: no model to load
+        manifest.set(windows=key, windows_after="")
         return
     embedder = make_embedder()
     with_windows = getattr(embedder, "embed_windows", None)
@@ -373,13 +378,17 @@ def backfill_windows(
         return
     progress = progress or NoProgress()
     w = _Writer(settings, None, manifest, embedder, SyncReport(), progress, nullcontext)
-    done, after, skipped = 0, "", set()
+    done, skipped, from_start = 0, set(), not after
     while not stop() and (chunks is None or done < chunks):
         size = GROUP_CHUNKS if chunks is None else min(GROUP_CHUNKS, chunks - done)
         wanted = manifest.without_windows(key, size, after)
+        if not wanted and not from_start:  # then the files before where this call began
+            after, from_start = "", True
+            continue
         if not wanted:
-            if not skipped:  # the end, every chunk before it done: no look-up from now on
+            if not skipped:  # every chunk has its entry: no look-up from now on
                 manifest.set(windows=key)
+            after = ""
             break
         after = wanted[-1][0]
         rows = manifest.chunks_of(sorted({s for s, _ in wanted}))
@@ -394,6 +403,7 @@ def backfill_windows(
             _, pooled = with_windows([text_of[h] for h in part], [starts[h] for h in part])
             _keep_windows(manifest, embedder.id, part, pooled, latin)
         done += len(hashes)
+    manifest.set(windows_after=after)
     progress.step("")
 
 
