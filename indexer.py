@@ -211,13 +211,15 @@ def sync(
             looked = (report, generation, current)
             same = same and not manifest.packing_due()  # an index from older code packs once
             if same:
+                filling = bool(vectors) and needs_filling(settings, manifest)
                 backfill = vectors is True and windows_too and windows_due(settings, manifest)
-                if vectors and needs_filling(settings, manifest) or backfill:
+                if filling or backfill:
                     with file_lock(settings.index_dir, wait, on_wait):
                         locked()
                         only = None if vectors is True else vectors
-                        fill(settings, store, manifest, make_embedder, report=report,
-                             progress=progress, commit=commit, sources=only)  # fmt: skip
+                        if filling:
+                            fill(settings, store, manifest, make_embedder, report=report,
+                                 progress=progress, commit=commit, sources=only)  # fmt: skip
                         if backfill:
                             backfill_windows(settings, manifest, make_embedder, progress=progress)
                 report.chunks_waiting = manifest.pending()
@@ -374,7 +376,8 @@ def backfill_windows(
         return
     embedder = make_embedder()
     with_windows = getattr(embedder, "embed_windows", None)
-    if with_windows is None or windows.key(embedder.id) != key:
+    if with_windows is None or windows.key(embedder.id) != key:  # nothing here makes them
+        manifest.set(windows=key, windows_after="")
         return
     progress = progress or NoProgress()
     w = _Writer(settings, None, manifest, embedder, SyncReport(), progress, nullcontext)
@@ -386,8 +389,10 @@ def backfill_windows(
             after, from_start = "", True
             continue
         if not wanted:
-            if not skipped:  # every chunk has its entry: no look-up from now on
-                manifest.set(windows=key)
+            # Every file looked at: no look-up from now on. A file that changed on disk or
+            # cannot be read (`skipped`) is not retried here, or a filler would retry it
+            # without end: its next sync records its chunks again, with their windows.
+            manifest.set(windows=key)
             after = ""
             break
         after = wanted[-1][0]
@@ -397,7 +402,7 @@ def backfill_windows(
         progress.step("storing window vectors")
         text_of = _embedding_texts(w, rows, hashes, skipped, starts)
         missing = sorted((h for h in hashes if h in text_of), key=lambda h: len(text_of[h]))
-        latin = {r.text_hash for r in rows if terms.cjk_share(r.text) < models.CJK_CHUNK}
+        latin = _latin(rows, set(missing))
         for first in range(0, len(missing), EMBED_SLICE):
             part = missing[first : first + EMBED_SLICE]
             _, pooled = with_windows([text_of[h] for h in part], [starts[h] for h in part])
@@ -840,7 +845,7 @@ def _fill_group(w: _Writer, sources: list[str], skipped: set[str]) -> int:
     # progress bar still moves every few calls.
     step = min(max(EMBED_SLICE, int(getattr(embedder, "slice_size", EMBED_SLICE))), SLICE_CAP)
     with_windows = getattr(embedder, "embed_windows", None)  # the local model's, from its run
-    latin = {r.text_hash for r in rows if terms.cjk_share(r.text) < models.CJK_CHUNK}
+    latin = _latin(rows, set(missing)) if with_windows is not None else set()
     for start in range(0, len(missing), step):
         part = missing[start : start + step]
         began = time.perf_counter()
@@ -871,6 +876,15 @@ def _fill_group(w: _Writer, sources: list[str], skipped: set[str]) -> int:
         _write_side(w, sources, side, metadatas)
         manifest.filled(sources)
     return len(rows)
+
+
+def _latin(rows: list, hashes: set[str]) -> set[str]:
+    """Which of these chunks (by text hash) are not CJK text: those get window vectors."""
+    return {
+        r.text_hash
+        for r in rows
+        if r.text_hash in hashes and terms.cjk_share(r.text) < models.CJK_CHUNK
+    }
 
 
 def _keep_windows(

@@ -11,8 +11,8 @@ costs a few numpy sums and its bytes in the manifest.
 
 At search a chunk's dense score is the better of its own cosine and its best window's
 (retriever._with_windows). Measured on the English paraphrase set (76 questions) and
-SciFact in BENCHMARKS.md; windows of 300 characters gained little, independent runs of
-the model per window (twice the indexing time) less than these.
+SciFact in BENCHMARKS.md; windows of 300 characters gained little, and windows embedded
+by a run of their own (a second pass of the model over every chunk) less than these.
 """
 
 from __future__ import annotations

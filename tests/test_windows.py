@@ -227,3 +227,22 @@ def test_the_background_filler_gives_windows_to_an_older_index(tmp_path) -> None
         assert [(h.chunk_id, h.score) for h in index.search(QUESTION, 4)] == expected
     finally:
         index.manifest.close()
+
+
+def test_a_note_changed_on_disk_does_not_keep_the_filler_busy(tmp_path) -> None:
+    index = synced_index(tmp_path, NOTES)
+    index.manifest.close()
+    _forget_windows(tmp_path / "ix")
+    # Changed after it was recorded: its chunks no longer match, so it cannot be done now.
+    (tmp_path / "kb" / "lid.md").write_text("# Lid\n\nA different text now.\n")
+    index = Index(index.settings)
+    try:
+        calls = 1
+        while index.fill_some(64, lambda: False):
+            calls += 1
+            assert calls < 10, "the filler keeps retrying a note it cannot do"
+        assert _window_entries(tmp_path / "ix") == (3, windows.key(models.MINILM.id))
+        index.sync()  # the note's new chunks come with their windows
+        assert _window_entries(tmp_path / "ix")[0] == 4
+    finally:
+        index.manifest.close()
