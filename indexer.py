@@ -339,16 +339,28 @@ def needs_filling(settings: Settings, manifest: Manifest) -> bool:
 
 
 def windows_due(settings: Settings, manifest: Manifest) -> bool:
-    """Whether stored chunks may lack window vectors (windows.py): the settings' model
-    makes them and the manifest does not say every chunk has its entry. Read from the
-    manifest alone."""
+    """Whether stored chunks may lack window vectors (windows.py): the settings' model (or
+    the second model beside it) makes them and the manifest does not say every chunk has
+    its entry. Read from the manifest alone."""
+    return bool(_owed_windows(settings, manifest))
+
+
+def _owed_windows(settings: Settings, manifest: Manifest) -> list[tuple[str, str, str]]:
+    """(meta key, window key, the embedder whose vectors mark the chunks that get them) of
+    each kind of window vectors not marked done: MiniLM's of every chunk, and those of
+    the second model's space (embedding_models.companion), chunks with its vector."""
     embedder = embedder_id(settings)
-    return (
-        embedder == models.MINILM.id
-        and manifest.vectors_kept()
-        and manifest.get("windows") != windows.key(embedder)
-        and manifest.total_chunks() > 0
-    )
+    if embedder != models.MINILM.id or not manifest.vectors_kept():
+        return []
+    if manifest.total_chunks() == 0:
+        return []
+    owed = []
+    if manifest.get("windows") != windows.key(embedder):
+        owed.append(("windows", windows.key(embedder), ""))
+    side = manifest.get("companion") or ""
+    if side and manifest.get("side_windows") != windows.key(side):
+        owed.append(("side_windows", windows.key(side), side))
+    return owed
 
 
 def backfill_windows(
@@ -363,53 +375,75 @@ def backfill_windows(
     """Give window vectors to stored chunks that have none: an index built before they
     existed gets them without a rebuild, whole files at a time (the vectors are kept; the
     model runs once more over those chunks), `stop` asked between groups, about `chunks`
-    at most. Searches meanwhile use the windows that are there. Once every chunk has its
-    entry the manifest says so and `windows_due` is False. Called with the lock file held."""
-    key = windows.key(embedder_id(settings))
-    # Where the last call stopped, so a filler's small calls do not look through the
-    # files already done each time (a scan of all chunks takes seconds at 250k).
-    after = manifest.get("windows_after") or ""
-    if not manifest.without_windows(key, 1, after) and not (
-        after and manifest.without_windows(key, 1)
-    ):  # all done already: no model to load
-        manifest.set(windows=key, windows_after="")
-        return
-    embedder = make_embedder()
-    with_windows = getattr(embedder, "embed_windows", None)
-    if with_windows is None or windows.key(embedder.id) != key:  # nothing here makes them
-        manifest.set(windows=key, windows_after="")
-        return
+    at most per kind. Searches meanwhile use the windows that are there. Once every chunk
+    has its entry the manifest says so and `windows_due` is False. Called with the lock
+    file held."""
+    embedder = None
     progress = progress or NoProgress()
-    w = _Writer(settings, None, manifest, embedder, SyncReport(), progress, nullcontext)
-    done, skipped, from_start = 0, set(), not after
-    while not stop() and (chunks is None or done < chunks):
-        size = GROUP_CHUNKS if chunks is None else min(GROUP_CHUNKS, chunks - done)
-        wanted = manifest.without_windows(key, size, after)
-        if not wanted and not from_start:  # then the files before where this call began
-            after, from_start = "", True
+    for meta, key, having in _owed_windows(settings, manifest):
+        # Where the last call stopped, so a filler's small calls do not look through the
+        # files already done each time (a scan of all chunks takes seconds at 250k).
+        cursor = meta + "_after"
+        after = manifest.get(cursor) or ""
+        if not manifest.without_windows(key, 1, after, having) and not (
+            after and manifest.without_windows(key, 1, "", having)
+        ):  # all done already: no model to load
+            manifest.set(**{meta: key, cursor: ""})
             continue
-        if not wanted:
-            # Every file looked at: no look-up from now on. A file that changed on disk or
-            # cannot be read (`skipped`) is not retried here, or a filler would retry it
-            # without end: its next sync records its chunks again, with their windows.
-            manifest.set(windows=key)
-            after = ""
-            break
-        after = wanted[-1][0]
-        rows = manifest.chunks_of(sorted({s for s, _ in wanted}))
-        hashes = sorted({h for _, h in wanted})
-        starts: dict[str, int] = {}
-        progress.step("storing window vectors")
-        text_of = _embedding_texts(w, rows, hashes, skipped, starts)
-        missing = sorted((h for h in hashes if h in text_of), key=lambda h: len(text_of[h]))
-        latin = _latin(rows, set(missing))
-        for first in range(0, len(missing), EMBED_SLICE):
-            part = missing[first : first + EMBED_SLICE]
-            _, pooled = with_windows([text_of[h] for h in part], [starts[h] for h in part])
+        embedder = embedder or make_embedder()
+        keep = _window_keeper(embedder, key, manifest)
+        if keep is None:  # nothing here makes them
+            manifest.set(**{meta: key, cursor: ""})
+            continue
+        w = _Writer(settings, None, manifest, embedder, SyncReport(), progress, nullcontext)
+        done, skipped, from_start = 0, set(), not after
+        while not stop() and (chunks is None or done < chunks):
+            size = GROUP_CHUNKS if chunks is None else min(GROUP_CHUNKS, chunks - done)
+            wanted = manifest.without_windows(key, size, after, having)
+            if not wanted and not from_start:  # then the files before where this call began
+                after, from_start = "", True
+                continue
+            if not wanted:
+                # Every file looked at: no look-up from now on. A file that changed on disk
+                # or cannot be read (`skipped`) is not retried here, or a filler would retry
+                # it without end: its next sync records its chunks again, with their windows.
+                manifest.set(**{meta: key})
+                after = ""
+                break
+            after = wanted[-1][0]
+            rows = manifest.chunks_of(sorted({s for s, _ in wanted}))
+            hashes = sorted({h for _, h in wanted})
+            starts: dict[str, int] = {}
+            progress.step("storing window vectors")
+            text_of = _embedding_texts(w, rows, hashes, skipped, starts)
+            missing = sorted((h for h in hashes if h in text_of), key=lambda h: len(text_of[h]))
+            latin = _latin(rows, set(missing))
+            for first in range(0, len(missing), EMBED_SLICE):
+                part = missing[first : first + EMBED_SLICE]
+                keep(part, [text_of[h] for h in part], [starts[h] for h in part], latin)
+            done += len(hashes)
+        manifest.set(**{cursor: after})
+        progress.step("")
+
+
+def _window_keeper(embedder: Embedder, key: str, manifest: Manifest):
+    """How this embedder makes and caches the window vectors kept under `key`: a function
+    of (text hashes, their embedding texts, where their own lines start, the Latin-script
+    ones), or None when it makes none."""
+    with_windows = getattr(embedder, "embed_windows", None)
+    if with_windows is not None and windows.key(embedder.id) == key:
+
+        def late(part: list[str], texts: list[str], starts: list[int], latin: set[str]) -> None:
+            _, pooled = with_windows(texts, starts)
             _keep_windows(manifest, embedder.id, part, pooled, latin)
-        done += len(hashes)
-    manifest.set(windows_after=after)
-    progress.step("")
+
+        return late
+    side = getattr(embedder, "companion_id", None)
+    if side and windows.key(side) == key:
+        return lambda part, texts, starts, _latin: _keep_side_windows(
+            manifest, embedder.companion(), side, part, texts, starts
+        )
+    return None
 
 
 def fill(
@@ -899,6 +933,33 @@ def _keep_windows(
     manifest.cache(windows.key(embedder_id), kept, dtype="float16")
 
 
+def _keep_side_windows(
+    manifest: Manifest,
+    model: Embedder,
+    side_id: str,
+    hashes: list[str],
+    texts: list[str],
+    starts: list[int],
+) -> None:
+    """Embed and cache the second model's window vectors of these chunks, each window by a
+    run of its own (windows.own_run: that model gives no token states to pool)."""
+    import numpy as np
+
+    pieces, owners = [], []
+    for text_hash, text, start in zip(hashes, texts, starts, strict=True):
+        for piece in windows.own_run(text, start):
+            pieces.append(piece)
+            owners.append(text_hash)
+    order = sorted(range(len(pieces)), key=lambda i: len(pieces[i]))  # little padding
+    vectors = model.embed([pieces[i] for i in order]) if pieces else []
+    grouped: dict[str, list] = {h: [] for h in hashes}
+    for i, vector in zip(order, vectors, strict=True):
+        grouped[owners[i]].append(vector)
+    empty = np.zeros((0, 1), dtype=np.float16)
+    kept = {h: np.asarray(v, dtype=np.float32) if v else empty for h, v in grouped.items()}
+    manifest.cache(windows.key(side_id), kept, dtype="float16")
+
+
 def _embedding_texts(
     w: _Writer, rows: list, wanted: list[str], skipped: set[str], starts: dict | None = None
 ) -> dict[str, str]:
@@ -959,12 +1020,21 @@ def _embed_side(w: _Writer, rows: list, skipped: set[str]):
     wanted = sorted({rows[i].text_hash for i in positions})
     vectors = w.manifest.cached(side_id, wanted) if wanted else {}
     missing = [h for h in wanted if h not in vectors]
-    text_of = _embedding_texts(w, [rows[i] for i in positions], missing, skipped) if missing else {}
+    starts: dict[str, int] = {}
+    text_of = (
+        _embedding_texts(w, [rows[i] for i in positions], missing, skipped, starts)
+        if missing
+        else {}
+    )
     missing = sorted((h for h in missing if h in text_of), key=lambda h: len(text_of[h]))
     for start in range(0, len(missing), EMBED_SLICE):
         part = missing[start : start + EMBED_SLICE]
         began = time.perf_counter()
-        fresh = w.embedder.companion().embed([text_of[h] for h in part])
+        texts = [text_of[h] for h in part]
+        fresh = w.embedder.companion().embed(texts)
+        _keep_side_windows(
+            w.manifest, w.embedder.companion(), side_id, part, texts, [starts[h] for h in part]
+        )
         w.report.embed_seconds += time.perf_counter() - began
         new = dict(zip(part, fresh, strict=True))
         w.manifest.cache(side_id, new)

@@ -829,16 +829,26 @@ class Manifest:
             if blob
         }
 
-    def without_windows(self, key: str, limit: int, after: str = "") -> list[tuple[str, str]]:
+    def without_windows(
+        self, key: str, limit: int, after: str = "", having: str = ""
+    ) -> list[tuple[str, str]]:
         """(source, text hash) of stored chunks with no window entry under `key`, in the
-        files after `after` in path order, whole files until `limit` chunks are reached."""
+        files after `after` in path order, whole files until `limit` chunks are reached;
+        with `having`, only chunks whose text has a vector cached under that embedder (a
+        second model's: the chunks in its space)."""
         if not self.vectors_kept():
             return []
+        also = (
+            "AND EXISTS (SELECT 1 FROM embeddings h WHERE h.embedder = ? "
+            "AND h.text_hash = c.text_hash) "
+            if having
+            else ""
+        )
         rows = self.db.execute(
             "SELECT c.source, c.text_hash FROM chunks c WHERE c.source > ? AND c.vector = 1 "
             "AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.embedder = ? "
-            "AND e.text_hash = c.text_hash) ORDER BY c.source",
-            (after, key),
+            f"AND e.text_hash = c.text_hash) {also}ORDER BY c.source",
+            (after, key, *([having] if having else [])),
         )
         found: list[tuple[str, str]] = []
         for source, text_hash in rows:

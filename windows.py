@@ -13,6 +13,12 @@ At search a chunk's dense score is the better of its own cosine and its best win
 (retriever._with_windows). Measured on the English paraphrase set (76 questions) and
 SciFact in BENCHMARKS.md; windows of 300 characters gained little, and windows embedded
 by a run of their own (a second pass of the model over every chunk) less than these.
+
+The multilingual model that embeds a folder's Chinese and Japanese chunks gives one
+pooled vector per input and no token states, so its windows are embedded by a run of
+their own (`own_run`), after the chunk's title and heading chain; CJK text packs more
+meaning per character, so its windows are CJK_WINDOW_CHARS long (60 ranked Chinese
+questions better than 100 or 150, BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -21,17 +27,22 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from embedding_models import CJK_CHUNK
+from terms import cjk_share
+
 if TYPE_CHECKING:  # numpy loads with the model or the search, not with this module
     import numpy as np
 
 WINDOW_CHARS = 150
+CJK_WINDOW_CHARS = 60
 # Sentence ends (Latin and CJK full stops, question and exclamation marks) and line breaks.
 _BREAK = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n+")
 
 
-def spans(text: str, start: int = 0) -> list[tuple[int, int]]:
+def spans(text: str, start: int = 0, size: int | None = None) -> list[tuple[int, int]]:
     """Character spans of text[start:]'s windows: sentences and lines, each merged with the
-    next while the two stay under WINDOW_CHARS."""
+    next while the two stay under `size` characters (default WINDOW_CHARS)."""
+    size = WINDOW_CHARS if size is None else size
     pieces: list[tuple[int, int]] = []
     position = start
     for found in _BREAK.finditer(text, start):
@@ -42,11 +53,21 @@ def spans(text: str, start: int = 0) -> list[tuple[int, int]]:
         pieces.append((position, len(text)))
     merged: list[tuple[int, int]] = []
     for first, last in pieces:
-        if merged and last - merged[-1][0] < WINDOW_CHARS:
+        if merged and last - merged[-1][0] < size:
             merged[-1] = (merged[-1][0], last)
         else:
             merged.append((first, last))
     return merged
+
+
+def own_run(text: str, start: int) -> list[str]:
+    """The texts a model that pools whole inputs embeds for this chunk's windows: each
+    window after the chunk's title and heading chain (text[:start]), so it keeps its
+    context. CJK chunks get windows of CJK_WINDOW_CHARS."""
+    size = CJK_WINDOW_CHARS if cjk_share(text[start:]) >= CJK_CHUNK else WINDOW_CHARS
+    prefix = text[:start].rstrip()
+    found = [text[a:b] for a, b in spans(text, start, size)]
+    return [f"{prefix}\n\n{window}" for window in found] if prefix else found
 
 
 def pool(

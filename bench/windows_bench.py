@@ -1,6 +1,7 @@
 """Window vectors at search (retriever.WINDOWS) on and off, on one index, in one process.
 
     python bench/windows_bench.py KB IX QUERIES [QUERIES ...] [--latency] [--margins 0.02,0.04]
+        [--cjk]
 
 KB is a folder indexed into IX with the default settings by code that stores window
 vectors (an index built before has none: both rows then match). QUERIES are JSONL files
@@ -10,7 +11,8 @@ Each set is searched in hybrid ranking as shipped
 (`Index.search`, files by their best chunk, as `rag.py eval` ranks them) with windows on
 and off (and with each `--margins` value as retriever.WINDOW_MARGIN: how much a window's
 cosine must beat its chunk's), each setting first in turn question by question;
-`--latency` adds the median search time of each.
+`--latency` adds the median search time of each. `--cjk` switches the multilingual
+model's windows for CJK questions instead (retriever.CJK_WINDOWS, CJK_WINDOW_MARGIN).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pipeline import Index  # noqa: E402
 from settings import load_settings  # noqa: E402
 
 K = 10
+_SWITCHES = ("WINDOWS", "WINDOW_MARGIN")
 
 
 def main() -> None:
@@ -41,7 +44,9 @@ def main() -> None:
     parser.add_argument("--latency", action="store_true", help="median ms per search too")
     parser.add_argument("--prefix", default="", help="KB's folder the sets' paths are in")
     parser.add_argument("--margins", default="", help="also these WINDOW_MARGIN values, e.g. 0.02")
+    parser.add_argument("--cjk", action="store_true", help="CJK questions' windows instead")
     args = parser.parse_args()
+    switch, margin_of = ("CJK_WINDOWS", "CJK_WINDOW_MARGIN") if args.cjk else _SWITCHES
     overrides = {"knowledge_dir": args.kb, "index_dir": args.ix}
     index = Index(load_settings(environ={}, dotenv_path=None, overrides=overrides))
     index.sync()
@@ -57,21 +62,23 @@ def main() -> None:
             for k in sorted(set(kind.values()) - {""})
         ]
         for label, group in groups:
-            settings = [("off", False, 0.0), ("on", True, retriever.WINDOW_MARGIN)]
+            shipped = getattr(retriever, margin_of)
+            settings = [("off", False, 0.0), ("on", True, shipped)]
             settings += [(f"on, margin {m}", True, float(m)) for m in args.margins.split(",") if m]
             ranked: dict[str, list] = {name: [] for name, _, _ in settings}
             took: dict[str, list[float]] = {name: [] for name, _, _ in settings}
-            shipped = retriever.WINDOW_MARGIN
             for n, q in enumerate(group):
                 turn = settings[n % len(settings) :] + settings[: n % len(settings)]
                 for name, on, margin in turn:  # each setting first in turn
-                    retriever.WINDOWS, retriever.WINDOW_MARGIN = on, margin
+                    setattr(retriever, switch, on)
+                    setattr(retriever, margin_of, margin)
                     began = time.perf_counter()
                     hits = index.search(q.query, K * evaluate.CHUNKS_PER_FILE)
                     took[name].append((time.perf_counter() - began) * 1000)
                     wanted = {args.prefix + r for r in q.relevant}
                     ranked[name].append((evaluate.rank_files(hits)[:K], wanted))
-            retriever.WINDOWS, retriever.WINDOW_MARGIN = True, shipped
+            setattr(retriever, switch, True)
+            setattr(retriever, margin_of, shipped)
             for name, _, _ in settings:
                 m = _metrics(ranked[name])
                 ms = f"{statistics.median(took[name]):.0f}" if args.latency else ""

@@ -43,6 +43,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=None, help="seconds between searches")
     parser.add_argument("--without-translated-share", action="store_true")
     parser.add_argument("--without-windows", action="store_true")
+    parser.add_argument("--without-cjk-windows", action="store_true")
     args = parser.parse_args()
     index, _, _ = open_mixed(args.kb, args.ix)
     sets = [(label, load(name, kinds), prefix) for label, name, kinds, prefix in SETS]
@@ -62,6 +63,7 @@ def main() -> None:
     switches = (
         (args.without_translated_share, "TRANSLATED_SHARE", "hybrid, translated share off"),
         (args.without_windows, "WINDOWS", "hybrid, windows off"),
+        (args.without_cjk_windows, "CJK_WINDOWS", "hybrid, CJK windows off"),
     )
     for wanted, switch, ranking in switches:
         if wanted:

@@ -246,3 +246,137 @@ def test_a_note_changed_on_disk_does_not_keep_the_filler_busy(tmp_path) -> None:
         assert _window_entries(tmp_path / "ix")[0] == 4
     finally:
         index.manifest.close()
+
+
+def test_own_run_windows_keep_the_title_and_are_shorter_for_cjk_text() -> None:
+    title = "# 电源\n\n"
+    body = "合上盖子时不要休眠。" * 12 + "\n" + "在设置里关闭挂起，电脑就不会在合盖后睡着了。"
+    texts = windows.own_run(title + body, len(title))
+    assert len(texts) >= 3
+    assert all(t.startswith("# 电源\n\n") for t in texts)
+    assert all(len(t) - len(title) <= windows.CJK_WINDOW_CHARS for t in texts[:-1])
+    english = "Sleep settings. " * 20
+    assert all(
+        len(t) < windows.WINDOW_CHARS + len("# Power\n\n") + 20
+        for t in windows.own_run("# Power\n\n" + english, 9)
+    )
+    assert windows.own_run("no title here.", 0) == ["no title here."]
+
+
+# Chinese notes: the answering one says it in one sentence among many; by their one
+# vector another note is nearer the question, and no note shares a word (bigram) with it,
+# so the blend is the multilingual model's ranking alone (observed with USE).
+CHINESE = {
+    "手册.md": (
+        "# 办公室手册\n\n打印机驱动从厂商网站下载，系统升级后需要重新安装。邮件规则在账户菜单里"
+        "设置。共享日历需要所有者发出邀请。字体放进系统字体文件夹。想让电脑合盖后不睡眠，就在"
+        "电源设置里关闭挂起。报销单每月五号之前交。访客无线网络的密码每周一更换。工牌照片在前台"
+        "拍摄。停车证每年一月续办。\n"
+    ),
+    "铰链.md": "# 盖子和铰链\n\n用干布擦拭笔记本的铰链，轻轻合上盖子；铰链裂了要送修。\n",
+    "旅行.md": "# 旅行装备\n\n夜间航班带上笔记本充电器、备用数据线和降噪耳机，方便休息。\n",
+    "显示.md": "# 显示\n\n屏幕亮度、夜间模式和刷新率。\n",
+    "power.md": "# Display\n\nScreen brightness, night light and the refresh rate.\n",
+}
+CHINESE_QUESTION = "手提怎样避免自动休眠"
+SIDE_KEY = windows.key(models.USE.id)
+
+
+@pytest.fixture(scope="module")
+def chinese(tmp_path_factory):
+    index = synced_index(tmp_path_factory.mktemp("cjk-windows"), CHINESE)
+    yield index
+    index.manifest.close()
+
+
+def _side_entries(index_dir) -> tuple[int, str | None]:
+    db = sqlite3.connect(index_dir / "manifest.sqlite3")
+    try:
+        count = "SELECT COUNT(*) FROM embeddings WHERE embedder = ? AND length(vector) > 0"
+        mark = db.execute("SELECT value FROM meta WHERE key = 'side_windows'").fetchone()
+        return db.execute(count, (SIDE_KEY,)).fetchone()[0], mark and mark[0]
+    finally:
+        db.close()
+
+
+def test_every_chunk_in_the_multilingual_space_gets_its_windows(chinese) -> None:
+    ids = [f"{name}#0" for name in CHINESE]
+    found = chinese.manifest.windows(SIDE_KEY, ids, chinese.embedder.companion().dimension)
+    assert set(found) == set(ids)  # the English note too: a mixed folder's are all in it
+    assert len(found["手册.md#0"]) >= 3  # ten sentences, 150 characters, windows under 60
+    assert _side_entries(chinese.settings.index_dir) == (5, SIDE_KEY)
+
+
+def test_multilingual_windows_lift_the_chinese_note_that_answers_in_one_sentence(
+    chinese, monkeypatch
+) -> None:
+    assert not chinese.search(CHINESE_QUESTION, 3, mode="keyword")  # no shared word
+    assert chinese.search(CHINESE_QUESTION, 3, mode="dense")[0].source == "旅行.md"
+    assert chinese.search(CHINESE_QUESTION, 3)[0].source == "手册.md"
+    monkeypatch.setattr(retriever, "CJK_WINDOWS", False)
+    assert chinese.search(CHINESE_QUESTION, 3)[0].source == "旅行.md"
+
+
+def test_english_questions_do_not_use_the_multilingual_windows(chinese, monkeypatch) -> None:
+    question = "screen brightness at night"
+    with_them = [(h.chunk_id, h.score) for h in chinese.search(question, 4)]
+    monkeypatch.setattr(retriever, "CJK_WINDOWS", False)
+    assert [(h.chunk_id, h.score) for h in chinese.search(question, 4)] == with_them
+
+
+def _forget_side_windows(index_dir) -> None:
+    db = sqlite3.connect(index_dir / "manifest.sqlite3")
+    with db:
+        db.execute("DELETE FROM embeddings WHERE embedder = ?", (SIDE_KEY,))
+        db.execute("DELETE FROM meta WHERE key = 'side_windows'")
+    db.close()
+
+
+def test_an_index_without_multilingual_windows_ranks_as_with_them_off(tmp_path) -> None:
+    index = synced_index(tmp_path, CHINESE)
+    try:
+        retriever.CJK_WINDOWS = False
+        expected = [(h.chunk_id, h.score) for h in index.search(CHINESE_QUESTION, 4)]
+        retriever.CJK_WINDOWS = True
+        _forget_side_windows(tmp_path / "ix")
+        assert [(h.chunk_id, h.score) for h in index.search(CHINESE_QUESTION, 4)] == expected
+    finally:
+        retriever.CJK_WINDOWS = True
+        index.manifest.close()
+
+
+def test_an_older_chinese_index_gets_its_windows_at_index_and_from_the_filler(
+    tmp_path, run_rag
+) -> None:
+    kb = write_notes(tmp_path / "kb", CHINESE)
+    where = ["--knowledge", str(kb), "--index-dir", str(tmp_path / "ix")]
+    assert run_rag(*where, "index").returncode == 0
+    fresh = json.loads(run_rag(*where, "search", CHINESE_QUESTION, "--json").stdout)
+    _forget_side_windows(tmp_path / "ix")
+    assert _side_entries(tmp_path / "ix") == (0, None)
+    indexed = run_rag(*where, "index")
+    assert indexed.returncode == 0, indexed.stderr
+    assert "up to date" in indexed.stderr  # nothing re-read into the index or re-embedded
+    assert _side_entries(tmp_path / "ix") == (5, SIDE_KEY)
+    again = json.loads(run_rag(*where, "search", CHINESE_QUESTION, "--json").stdout)
+    assert again["results"] == fresh["results"]
+    assert again["results"][0]["source"] == "手册.md"
+
+    _forget_side_windows(tmp_path / "ix")
+    index = Index(index_settings(kb, tmp_path / "ix"))
+    try:
+        assert index.fill_some(2, lambda: False) is True  # two chunks' worth: more to do
+        assert 0 < _side_entries(tmp_path / "ix")[0] < 5
+        while index.fill_some(2, lambda: False):
+            pass
+        assert _side_entries(tmp_path / "ix") == (5, SIDE_KEY)
+        assert index.search(CHINESE_QUESTION, 1)[0].source == "手册.md"
+    finally:
+        index.manifest.close()
+
+
+def index_settings(kb, index_dir):
+    from settings import load_settings
+
+    overrides = {"knowledge_dir": kb, "index_dir": index_dir}
+    return load_settings(environ={}, dotenv_path=None, overrides=overrides)
