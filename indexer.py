@@ -947,9 +947,11 @@ def _keep_side_windows(
 
     pieces, owners = [], []
     for text_hash, text, start in zip(hashes, texts, starts, strict=True):
-        for piece in windows.own_run(text, start):
-            pieces.append(piece)
-            owners.append(text_hash)
+        found = windows.own_run(text, start)
+        if len(found) < 2:  # one window is the chunk's own text: its vector is the chunk's
+            continue
+        pieces.extend(found)
+        owners.extend([text_hash] * len(found))
     order = sorted(range(len(pieces)), key=lambda i: len(pieces[i]))  # little padding
     vectors = model.embed([pieces[i] for i in order]) if pieces else []
     grouped: dict[str, list] = {h: [] for h in hashes}
