@@ -298,9 +298,12 @@ class Index:
 
     def fill_some(self, chunks: int, stop: Callable[[], bool]) -> bool:
         """Store the vectors of about `chunks` more chunks (whole notes), or when none wait,
-        the window vectors of as many stored without them; True while more wait. Waits for
-        nobody: Busy when another thread of this process is writing, IndexBusy when
-        another process is."""
+        the window vectors of as many stored without them; True while more wait and this
+        call got somewhere. Notes that changed on disk since they were recorded cannot be
+        filled until a sync records them again (which wakes the filler): with only those
+        left it is False, or the filler would re-read them in a loop. Waits for nobody:
+        Busy when another thread of this process is writing, IndexBusy when another
+        process is."""
         with self.writer.turn(0):
             vectors = indexer.needs_filling(self.settings, self.manifest)
             if not vectors and not indexer.windows_due(self.settings, self.manifest):
@@ -308,6 +311,7 @@ class Index:
             with file_lock(self.settings.index_dir):
                 self.follow()
                 if vectors:
+                    waiting = self.manifest.pending()
                     indexer.fill(
                         self.settings,
                         self.store,
@@ -317,6 +321,8 @@ class Index:
                         chunks=chunks,
                         stop=stop,
                     )
+                    if self.manifest.pending() == waiting and not stop():
+                        return False  # only notes changed on disk since recorded wait
                 else:  # then the window vectors an older index lacks (windows.py)
                     embedder = lambda: self.embedder  # noqa: E731
                     indexer.backfill_windows(

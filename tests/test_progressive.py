@@ -307,3 +307,33 @@ def test_notes_prepared_in_worker_processes_are_recorded_as_in_this_one(
     assert len(in_workers["files"]) == count
     for name in here:
         assert in_workers[name] == here[name], name
+
+
+def test_a_note_changed_before_its_vectors_does_not_keep_the_filler_busy(
+    tmp_path: Path, run_rag
+) -> None:
+    """A note edited after the keyword phase recorded it cannot be filled until a sync
+    records it again: the filler then rests (a sync wakes it) instead of re-reading it in
+    a loop that holds a core."""
+    from pipeline import Index
+    from settings import load_settings
+
+    kb = write_notes(tmp_path / "kb", {"a.md": "# A\n\nAlpha depot.\n", "b.md": "# B\n\nBeta.\n"})
+    where = ["--knowledge", str(kb), "--index-dir", str(tmp_path / "ix")]
+    assert run_rag(*where, "index", "--keyword-only").returncode == 0
+    (kb / "b.md").write_text("# B\n\nChanged since it was recorded.\n", encoding="utf-8")
+    settings = load_settings(
+        environ={}, dotenv_path=None, overrides={"knowledge_dir": kb, "index_dir": tmp_path / "ix"}
+    )
+    index = Index(settings)
+    try:
+        calls = 1
+        while index.fill_some(64, lambda: False):
+            calls += 1
+            assert calls < 5, "the filler keeps retrying a note it cannot fill"
+        assert index.filling()["chunks_embedded"] == 1  # a.md's
+        index.sync()  # b.md recorded again, with its vectors
+        assert index.filling()["chunks_embedded"] == 2
+        assert index.search("changed since", 1)[0].source == "b.md"
+    finally:
+        index.manifest.close()
