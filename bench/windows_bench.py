@@ -1,7 +1,7 @@
 """Window vectors at search (retriever.WINDOWS) on and off, on one index, in one process.
 
     python bench/windows_bench.py KB IX QUERIES [QUERIES ...] [--latency] [--margins 0.02,0.04]
-        [--cjk]
+        [--cjk [--shares 0.4,0.6]]
 
 KB is a folder indexed into IX with the default settings by code that stores window
 vectors (an index built before has none: both rows then match). QUERIES are JSONL files
@@ -12,7 +12,9 @@ Each set is searched in hybrid ranking as shipped
 and off (and with each `--margins` value as retriever.WINDOW_MARGIN: how much a window's
 cosine must beat its chunk's), each setting first in turn question by question;
 `--latency` adds the median search time of each. `--cjk` switches the multilingual
-model's windows for CJK questions instead (retriever.CJK_WINDOWS, CJK_WINDOW_MARGIN).
+model's windows for CJK questions instead (retriever.CJK_WINDOWS, CJK_WINDOW_MARGIN);
+with `--shares` each set is also searched, windows on, with each value as the CJK dense
+share of the model that ranks CJK questions (the row's "windows" cell names it).
 """
 
 from __future__ import annotations
@@ -45,8 +47,10 @@ def main() -> None:
     parser.add_argument("--prefix", default="", help="KB's folder the sets' paths are in")
     parser.add_argument("--margins", default="", help="also these WINDOW_MARGIN values, e.g. 0.02")
     parser.add_argument("--cjk", action="store_true", help="CJK questions' windows instead")
+    parser.add_argument("--shares", default="", help="with --cjk: CJK dense shares to try")
     args = parser.parse_args()
     switch, margin_of = ("CJK_WINDOWS", "CJK_WINDOW_MARGIN") if args.cjk else _SWITCHES
+    shares = [float(v) for v in args.shares.split(",") if v] if args.cjk else []
     overrides = {"knowledge_dir": args.kb, "index_dir": args.ix}
     index = Index(load_settings(environ={}, dotenv_path=None, overrides=overrides))
     index.sync()
@@ -65,13 +69,18 @@ def main() -> None:
             shipped = getattr(retriever, margin_of)
             settings = [("off", False, 0.0), ("on", True, shipped)]
             settings += [(f"on, margin {m}", True, float(m)) for m in args.margins.split(",") if m]
+            settings += [(f"on, CJK dense share {v}", True, shipped) for v in shares]
             ranked: dict[str, list] = {name: [] for name, _, _ in settings}
             took: dict[str, list[float]] = {name: [] for name, _, _ in settings}
+            model = _cjk_model(index)
+            alpha = retriever.ALPHA.get(model, retriever.ALPHA_UNMEASURED)
             for n, q in enumerate(group):
                 turn = settings[n % len(settings) :] + settings[: n % len(settings)]
                 for name, on, margin in turn:  # each setting first in turn
                     setattr(retriever, switch, on)
                     setattr(retriever, margin_of, margin)
+                    share = name.rpartition("share ")[2]
+                    retriever.ALPHA[model] = (alpha[0], float(share)) if "share" in name else alpha
                     began = time.perf_counter()
                     hits = index.search(q.query, K * evaluate.CHUNKS_PER_FILE)
                     took[name].append((time.perf_counter() - began) * 1000)
@@ -79,6 +88,7 @@ def main() -> None:
                     ranked[name].append((evaluate.rank_files(hits)[:K], wanted))
             setattr(retriever, switch, True)
             setattr(retriever, margin_of, shipped)
+            retriever.ALPHA[model] = alpha
             for name, _, _ in settings:
                 m = _metrics(ranked[name])
                 ms = f"{statistics.median(took[name]):.0f}" if args.latency else ""
@@ -86,6 +96,12 @@ def main() -> None:
                     f"| {label} | {len(group)} | {name} | {m[0]:.3f} | {m[1]:.3f} | "
                     f"{m[2]:.3f} | {m[3]:.3f} | {ms} |"
                 )
+
+
+def _cjk_model(index: Index) -> str:
+    """The model whose vectors rank a CJK question in this index (its dense share applies)."""
+    side = retriever._side_space(index.embedder, index.store)
+    return side[0].id if side is not None else index.embedder.id
 
 
 def _metrics(runs: list) -> tuple[float, float, float, float]:
