@@ -54,9 +54,17 @@ def prepare(job: Job, note: notes.Note | None = None) -> Prepared:
         except notes.Unreadable as exc:
             return Prepared(job.source, error=str(exc))
     rows = []
+    seen: set[str] = set()
     for c in chunker.split_note(note, job.chunk_size, job.overlap):
         embed = c.embedding_text
         text_hash = hashlib.sha1(embed.encode()).hexdigest()  # the embedding cache's key
+        if text_hash in seen:
+            # A repeat of an earlier chunk of this note, under the same headings (a pasted
+            # log, a sentence repeated a thousand times): the first answers for it. Stored
+            # as well, thousands of identical vectors cut other notes out of Chroma's HNSW
+            # graph, and questions without a shared word no longer found them.
+            continue
+        seen.add(text_hash)
         meta = chunk_metadata(c, note.md5, chunk_tags(note, c), text_hash)
         rows.append(
             chunk_row(

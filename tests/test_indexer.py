@@ -23,7 +23,7 @@ from errors import AskmdError
 from manifest import Manifest
 from settings import Settings
 from store import Store
-from tests.conftest import ROOT, clean_env
+from tests.conftest import ROOT, clean_env, synced_index
 from tests.locking import lock_held
 from tests.openai_server import OpenAIServer
 
@@ -412,3 +412,27 @@ def test_kill_9_during_index_then_rerun_repairs(tmp_path, server, kill_after: fl
     assert manifest.total_chunks() == sum(expected.values())
     quiet = sync(settings)
     assert (quiet.files_unchanged, quiet.chunks_embedded) == (60, 0)
+
+
+def test_a_note_repeating_one_passage_does_not_hide_the_other_notes(tmp_path: Path) -> None:
+    """Thousands of identical chunks were thousands of identical vectors, which cut the
+    other notes out of Chroma's HNSW graph: a question sharing no word with its note found
+    nothing else. A note's repeats of a chunk are now indexed once."""
+    notes = {
+        "big.md": "# Big\n\n" + "A sentence about nothing in particular. " * 60000,
+        "power.md": "# Power\n\nTo keep the machine awake, disable suspend.\n",
+        "garden.md": "# Garden\n\nWater tomatoes in the morning, before the heat.\n",
+        "bread.md": "# Bread\n\nLet the dough rise overnight in the fridge.\n",
+    }
+    index = synced_index(tmp_path, notes)
+    try:
+        assert len(index.manifest.chunk_ids("big.md")) < 10  # its distinct pieces only
+        for question, note in (
+            ("stop the computer sleeping", "power.md"),
+            ("when should I irrigate my vegetables", "garden.md"),
+            ("leaving yeast loaves to prove in the refrigerator", "bread.md"),
+        ):
+            assert index.search(question, 1, mode="dense")[0].source == note, question
+            assert index.search(question, 1)[0].source == note, question
+    finally:
+        index.manifest.close()
