@@ -366,7 +366,7 @@ def _blend(
 
 def _nearest(
     query: str, embedder: Embedder, store: Store, manifest: Manifest, pool: int, content: bool
-) -> tuple[list[Stored], str, np.ndarray | None]:
+) -> tuple[list[Stored], str, np.ndarray | None, np.ndarray]:
     """The dense candidates, the id of the model whose vectors ranked them, the
     question's vector in the primary model's space (None when it did not search there)
     and in the ranking model's.
