@@ -210,6 +210,7 @@ def sync(
             report, generation, current, same = _unchanged(settings, manifest, fp, paths)
             looked = (report, generation, current)
             same = same and not manifest.packing_due()  # an index from older code packs once
+            same = same and not manifest.repeats_due()  # ... and drops a note's repeats once
             if same:
                 filling = bool(vectors) and needs_filling(settings, manifest)
                 backfill = vectors is True and windows_too and windows_due(settings, manifest)
@@ -230,6 +231,10 @@ def sync(
             if manifest.loading():
                 with commit():
                     manifest.finish_load()
+            if manifest.repeats_due():  # notes indexed by older code with repeated chunks
+                with commit():
+                    if manifest.reread_repeats():
+                        looked, paths = None, None  # those notes are read again, all of them
             known = manifest.files()
             first = not known  # every file is recorded now, its links read by this code
             old_fp = manifest.get("fingerprint")
@@ -260,8 +265,8 @@ def sync(
                              embedder=embedder_id(settings), last_sync=now())  # fmt: skip
                 if report.files_added or report.files_changed:
                     _hint_language(manifest, embedder_id(settings), report)
-                if fresh or first:
-                    manifest.set(links_version=vault.LINKS_VERSION)
+                if fresh or first:  # recorded whole by this code: links read, repeats once
+                    manifest.set(links_version=vault.LINKS_VERSION, repeats="once")
             if manifest.get("links_version") != vault.LINKS_VERSION:
                 with commit():
                     _reread_links(settings, manifest)

@@ -496,6 +496,33 @@ class Manifest:
         """Whether the common terms' postings should be packed (again): see packed_postings."""
         return not self.read_only and packed_postings.due(self.db)
 
+    def repeats_due(self) -> bool:
+        """Whether notes may hold word-for-word repeats of a chunk, indexed by older code
+        (prepare.py now indexes each once): looked for once per index."""
+        return not self.read_only and self.get("repeats") != "once" and self.total_chunks() > 0
+
+    def reread_repeats(self) -> list[str]:
+        """Make the notes that hold repeats of a chunk look changed, so the scan that follows
+        records them again (their vectors come from the embedding cache), and note that
+        it was done. Returns those notes."""
+        with self._transaction():
+            found = self.db.execute(
+                "SELECT DISTINCT source FROM chunks GROUP BY source, text_hash HAVING COUNT(*) > 1"
+            )
+            sources = [row[0] for row in found.fetchall()]
+            for start in range(0, len(sources), 500):
+                part = sources[start : start + 500]
+                self.db.execute(
+                    "UPDATE files SET md5 = '', size = -1 WHERE source IN ({})".format(
+                        ",".join("?" * len(part))
+                    ),
+                    part,
+                )
+            if sources:  # the gate would say nothing changed
+                self.db.execute("DELETE FROM meta WHERE key = 'gate'")
+            self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('repeats', 'once')")
+        return sources
+
     def pack(self) -> int:
         """Pack the common terms' postings; how many terms (packed_postings)."""
         with self._transaction():

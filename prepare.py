@@ -24,6 +24,9 @@ from store import chunk_metadata
 # A cold sync of at least this many notes prepares them in worker processes.
 WORKERS_FROM_NOTES = 1000
 WINDOW = 256  # notes handed to the workers at a time
+# A note's word-for-word repeats of a chunk are indexed once (see `prepare`); False only
+# to make an index as older code did, for the test of its repair (Manifest.reread_repeats).
+REPEATS_ONCE = True
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ def prepare(job: Job, note: notes.Note | None = None) -> Prepared:
     for c in chunker.split_note(note, job.chunk_size, job.overlap):
         embed = c.embedding_text
         text_hash = hashlib.sha1(embed.encode()).hexdigest()  # the embedding cache's key
-        if text_hash in seen:
+        if text_hash in seen and REPEATS_ONCE:
             # A repeat of an earlier chunk of this note, under the same headings (a pasted
             # log, a sentence repeated a thousand times): the first answers for it. Stored
             # as well, thousands of identical vectors cut other notes out of Chroma's HNSW

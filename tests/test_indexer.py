@@ -436,3 +436,34 @@ def test_a_note_repeating_one_passage_does_not_hide_the_other_notes(tmp_path: Pa
             assert index.search(question, 1)[0].source == note, question
     finally:
         index.manifest.close()
+
+
+def test_an_index_holding_a_notes_repeats_drops_them_at_its_next_sync(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """An index made by older code, which stored every repeat, is mended without a
+    rebuild: the notes holding repeats are recorded again, once."""
+    import prepare
+
+    notes = {
+        "big.md": "# Big\n\n" + "A sentence about nothing in particular. " * 60000,
+        "garden.md": "# Garden\n\nWater tomatoes in the morning, before the heat.\n",
+        "power.md": "# Power\n\nTo keep the machine awake, disable suspend.\n",
+    }
+    monkeypatch.setattr(prepare, "REPEATS_ONCE", False)  # as older code indexed it
+    index = synced_index(tmp_path, notes)
+    try:
+        assert len(index.manifest.chunk_ids("big.md")) == 3000
+        monkeypatch.setattr(prepare, "REPEATS_ONCE", True)
+        with index.manifest.db:  # and as older code left it: never looked for repeats
+            index.manifest.db.execute("DELETE FROM meta WHERE key = 'repeats'")
+        report = index.sync()
+        assert (report.files_changed, report.files_unchanged) == (1, 2)
+        assert len(index.manifest.chunk_ids("big.md")) < 10
+        assert index.filling()["chunks_embedded"] == index.filling()["chunks"]
+        question = "when should I irrigate my vegetables"
+        assert index.search(question, 1, mode="dense")[0].source == "garden.md"
+        again = index.sync()  # looked for once: nothing is read again
+        assert (again.files_changed, again.files_unchanged) == (0, 3)
+    finally:
+        index.manifest.close()
