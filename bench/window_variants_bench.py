@@ -59,10 +59,8 @@ def window_vectors(model, texts: dict[str, tuple[str, int]], late: bool) -> dict
         return {i: p for i, p in zip(ids, pooled, strict=True) if len(p)}
     pieces, owners = [], []
     for i in ids:
-        text, start = texts[i]
-        prefix = text[: start - 2] if start >= 2 else ""
-        for a, b in windows.spans(text, start):
-            pieces.append(f"{prefix}\n\n{text[a:b]}" if prefix else text[a:b])
+        for piece in windows.own_run(*texts[i]):  # English text: windows of WINDOW_CHARS
+            pieces.append(piece)
             owners.append(i)
     vectors = model.embed(pieces)
     grouped: dict[str, list] = {}
