@@ -448,6 +448,7 @@ def test_stdout_carries_only_protocol_messages_and_closing_stdin_exits_0(tmp_pat
         stderr=log,
         cwd=tmp_path,
         env=clean_env(),
+        bufsize=0,  # unbuffered: a reply read ahead into a buffer would hide from select()
     )
     calls = [
         ("tools/list", {}),
