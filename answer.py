@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from chunker import pages_label
 from errors import LLMFailed, first_line
+from query_translation import english_terms
 from terms import content_terms, has_cjk
 
 if TYPE_CHECKING:
@@ -593,7 +594,10 @@ def extractive(query: str, hits: list[Hit], max_sentences: int = 3) -> tuple[str
     its first sentences answer ("## Maximum upload size?" / "50 MB per photo."), so among
     equals the earlier sentence and the better-ranked passage win. At most two sentences
     come from one passage. When nothing shares a term with the query (a paraphrase found by
-    meaning), the first sentence of the best passage stands in.
+    meaning), the first sentence of the best passage stands in. A Chinese question's words
+    count in English too (query_translation), so an English note can answer it. The
+    sentences are shown by passage (PASSAGE_ORDER), each passage's reference quoting its
+    best one.
     """
     candidates: list[tuple[int, str, float, dict[str, float]]] = []
     for n, hit in enumerate(hits, start=1):
@@ -606,6 +610,8 @@ def extractive(query: str, hits: list[Hit], max_sentences: int = 3) -> tuple[str
         return NOTHING_FOUND, []
     idf = _idf([list(c[3]) for c in candidates])
     want = set(content_terms(query))
+    if TRANSLATED_WORDS and has_cjk(query):
+        want.update(english_terms(query))  # so an English note's sentences can answer it
     scores = []
     for _, sentence, bonus, weights in candidates:
         overlap = _overlap(want, weights, idf)
@@ -624,13 +630,18 @@ def extractive(query: str, hits: list[Hit], max_sentences: int = 3) -> tuple[str
     if not chosen:  # the first sentence that is not a question stands in
         asks = [bool(_QUESTION.search(c[1])) for c in candidates]
         chosen = [asks.index(False) if False in asks else 0]
+    best: dict[int, str] = {}  # a passage's reference quotes its best-scored sentence
+    for i in chosen:
+        best.setdefault(candidates[i][0], candidates[i][1])
+    if PASSAGE_ORDER:
+        chosen.sort()  # candidates are in (passage, position) order
     lines, refs, seen, attached = [], [], set(), ""
     for i in chosen:
         n, sentence = candidates[i][:2]
         if sentence in attached:
             continue  # already shown as part of the steps an earlier sentence introduced
         quoted = _trim(sentence)
-        shown = display_text(neutralise_citations(quoted))
+        shown = display_text(neutralise_citations(_cells(quoted)))
         lines.append(f"- {shown}{'' if quoted == sentence else ' …'} [{n}]")
         block = _introduced_block(hits[n - 1].text, sentence) if quoted == sentence else ""
         if block:
@@ -646,7 +657,7 @@ def extractive(query: str, hits: list[Hit], max_sentences: int = 3) -> tuple[str
                     hit.heading_chain,
                     hit.line_start,
                     hit.line_end,
-                    quoted,
+                    _trim(best[n]),
                     hit.page_start,
                     hit.page_end,
                 )  # fmt: skip
@@ -654,6 +665,11 @@ def extractive(query: str, hits: list[Hit], max_sentences: int = 3) -> tuple[str
     return "\n".join(lines), refs
 
 
+# The chosen sentences are shown in the order of their passages (the search's ranking,
+# which reads meaning) and within one passage as written, not by how many of the
+# question's words each holds.
+PASSAGE_ORDER = True
+TRANSLATED_WORDS = True
 _QUESTION = re.compile(r"[?？]\s*(?:\*\*|__)?\s*$")
 _INTRODUCES = re.compile(r"[:：]\s*(?:\*\*|__)?\s*$")
 BLOCK_LINES = 12  # an introduced list or code block is shown up to this many lines
@@ -661,7 +677,8 @@ BLOCK_CHARS = 800
 
 
 def _introduced_block(text: str, sentence: str) -> str:
-    """The list, steps or code block that a sentence ending in a colon introduces.
+    """The list, steps, code block or paragraph that a sentence ending in a colon
+    introduces (none when a heading follows it).
 
     "To embed a note:" says nothing alone; the answer is what follows it. The block is
     taken verbatim, up to BLOCK_LINES lines and BLOCK_CHARS characters (a cut code block
@@ -687,19 +704,29 @@ def _introduced_block(text: str, sentence: str) -> str:
             if line.strip().startswith(marker) and not line.strip().strip(marker[0]):
                 break
         return _capped(block, marker)
-    if not _STEP.match(lines[0]):
-        return ""
+    if _SKIP_LINE.match(lines[0]):
+        return ""  # a heading or a rule: the section ends at the colon
+    steps = bool(_STEP.match(lines[0]))
     block = []
     for line in lines:
-        if not line.strip():
+        if not line.strip() or _SKIP_LINE.match(line) and not _TABLE_RULE.match(line):
             break
-        if not (_STEP.match(line) or line[:1].isspace()):
+        if steps and not (_STEP.match(line) or line[:1].isspace()):
             break  # the list ended
         block.append(line)
     return _capped(block, "")
 
 
 _STEP = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+")
+_CELL_BORDER = re.compile(r"(?<!\\)\|")
+
+
+def _cells(sentence: str) -> str:
+    """A table row quoted as an answer, as its cells: "| `a` | | b |" -> "`a` — b"."""
+    if not sentence.startswith("|") or sentence.count("|") < 2:
+        return sentence
+    cells = [c.strip() for c in _CELL_BORDER.split(sentence.strip().strip("|"))]
+    return " — ".join(c for c in cells if c) or sentence
 
 
 def _capped(block: list[str], fence: str) -> str:

@@ -380,9 +380,9 @@ def test_extractive_at_most_three_lines_two_per_hit() -> None:
         hit(2, "Port 5 is used. Port 6 is used."),
     ]
     text, refs = answer.extractive("port used", hits)
-    # Equal matches: earlier sentences first, a passage's first sentence before another's
-    # second.
-    assert text == "- Port 1 is used. [1]\n- Port 5 is used. [2]\n- Port 2 is used. [1]"
+    # Equal matches: earlier sentences chosen first, a passage's first sentence before
+    # another's second; shown by passage, as written.
+    assert text == "- Port 1 is used. [1]\n- Port 2 is used. [1]\n- Port 5 is used. [2]"
     assert [r.n for r in refs] == [1, 2]
     _check_shape(text, refs, hits)
 
@@ -773,6 +773,66 @@ def test_an_introduced_block_is_cut_to_a_size_limit() -> None:
     block = text.split("\n", 1)[1].splitlines()
     assert len(block) == answer.BLOCK_LINES + 1 and block[-1] == "  …"
     assert block[0] == "  - step number 0 of the long install"
+
+
+TLDR_STYLE = hit(
+    1,
+    "# jenv\n\n> Manage the Java environment.\n\n- Set the global JDK version:\n\n"
+    "`jenv global {{version}}`\n\n- Set the JDK version for the current shell session:\n\n"
+    "`jenv shell {{version}}`\n",
+    source="jenv.md",
+    chain="jenv",
+)
+
+
+def test_a_sentence_ending_in_a_colon_brings_the_paragraph_it_introduces() -> None:
+    text, _ = answer.extractive("set the global JDK version", [TLDR_STYLE])
+    assert text.splitlines()[:2] == [
+        "- Set the global JDK version: [1]",
+        "  `jenv global {{version}}`",
+    ]
+
+
+def test_a_colon_before_a_heading_brings_nothing() -> None:
+    note = hit(1, "Steps for the release:\n\n## Later\n\nNothing here yet.\n", chain="Release")
+    text, _ = answer.extractive("steps for the release", [note])
+    assert text.splitlines()[0] == "- Steps for the release: [1]" and "Later" not in text
+
+
+def test_a_table_row_is_quoted_as_its_cells() -> None:
+    table = hit(
+        1,
+        "| Method | Description |\n| --- | --- |\n| `loadData()` |  | Load settings data. |\n"
+        "| [[Notes\\|saveData()]] | Save settings data. |\n",
+        chain="Plugin › Methods",
+    )
+    text, refs = answer.extractive("load settings data", [table])
+    assert text.splitlines()[0] == "- `loadData()` — Load settings data. [1]"
+    assert refs[0].text == "| `loadData()` |  | Load settings data."  # the file, verbatim
+
+
+def test_sentences_are_shown_in_the_order_of_their_passages() -> None:
+    """The search ranked the first passage best (it reads meaning); a later passage that
+    repeats more of the question's words does not go before it."""
+    hits = [
+        hit(1, "Disable suspend in the power settings to keep the laptop awake.", "power.md"),
+        hit(2, "A laptop can sleep. Sleep saves power on a laptop.", "sleep.md"),
+    ]
+    text, refs = answer.extractive("stop the laptop going to sleep to save power", hits)
+    assert text.splitlines()[0].endswith("[1]")
+    assert [r.n for r in refs][0] == 1
+
+
+def test_a_chinese_question_quotes_the_english_sentence_that_answers_it() -> None:
+    note = hit(
+        1,
+        "Plugins are listed in the community directory. "
+        "Call saveData() to keep the settings on disk.",
+        source="Plugin data.md",
+        chain="Plugin data",
+    )
+    text, _ = answer.extractive("插件怎么保存设置？", [note])  # "how does a plugin save settings"
+    assert text == "- Call saveData() to keep the settings on disk. [1]"
 
 
 def test_a_question_is_not_quoted_as_an_answer() -> None:
