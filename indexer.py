@@ -211,6 +211,7 @@ def sync(
             looked = (report, generation, current)
             same = same and not manifest.packing_due()  # an index from older code packs once
             same = same and not manifest.repeats_due()  # ... and drops a note's repeats once
+            same = same and not manifest.copies_due()  # ... and stores shared passages apart
             if same:
                 filling = bool(vectors) and needs_filling(settings, manifest)
                 backfill = vectors is True and windows_too and windows_due(settings, manifest)
@@ -243,6 +244,8 @@ def sync(
                 reason = _what_changed(old_fp, fp)
             elif rebuild:
                 reason = "asked for"
+            elif manifest.copies_due():  # HNSW kept their identical vectors; once, from the cache
+                reason = "passages several notes share are now stored apart"
             fresh = bool(reason)
             if looked is not None and not fresh and manifest.generation() == looked[1]:
                 report, current = looked[0], looked[2]  # nobody wrote since: no second read
@@ -266,7 +269,7 @@ def sync(
                 if report.files_added or report.files_changed:
                     _hint_language(manifest, embedder_id(settings), report)
                 if fresh or first:  # recorded whole by this code: links read, repeats once
-                    manifest.set(links_version=vault.LINKS_VERSION, repeats="once")
+                    manifest.set(links_version=vault.LINKS_VERSION, repeats="once", copies="apart")
             if manifest.get("links_version") != vault.LINKS_VERSION:
                 with commit():
                     _reread_links(settings, manifest)

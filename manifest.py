@@ -501,6 +501,19 @@ class Manifest:
         (prepare.py now indexes each once): looked for once per index."""
         return not self.read_only and self.get("repeats") != "once" and self.total_chunks() > 0
 
+    def copies_due(self) -> bool:
+        """Whether chunks that several notes share word for word may be stored as older
+        code stored them, as identical vectors (store.JITTER now keeps them apart). An
+        index holding none is marked at once; looked for once per index."""
+        if self.read_only or self.get("copies") == "apart":
+            return False
+        shared = self.db.execute(
+            "SELECT 1 FROM chunks GROUP BY text_hash HAVING COUNT(DISTINCT source) > 1 LIMIT 1"
+        ).fetchone()
+        if not shared:
+            self.set(copies="apart")
+        return bool(shared)
+
     def reread_repeats(self) -> list[str]:
         """Make the notes that hold repeats of a chunk look changed, so the scan that follows
         records them again (their vectors come from the embedding cache), and note that

@@ -31,6 +31,7 @@ import tempfile
 import threading
 import time
 import uuid
+import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -60,6 +61,13 @@ SETTLE_SECONDS = 0.25  # between writing a lease and reading it back to see who 
 # (0.90-0.96 at 100) and the paraphrase sets score the same in every run, for +0.7 ms a
 # query at 250k vectors (BENCHMARKS.md, "Dense search depth").
 EF_SEARCH = 800
+# Identical vectors (notes made from one template and never filled in, a page kept in two
+# folders) sit at distance 0 from each other, and HNSW then fills their neighbour lists
+# with one another: 200 copies of a daily-note template cut every other note out of the
+# graph, and dense search found none of them. Each vector is stored moved by this share of
+# its length in a direction of its own, which keeps copies apart; cosines move by about
+# 1e-3 (BENCHMARKS.md, "Identical notes and the HNSW graph").
+JITTER = 1e-3
 # What Chroma's embedded client says when its files on disk no longer agree: a HNSW
 # segment saved without its id map and log watermark, a torn file, a corrupt SQLite.
 _DAMAGE_WORDS = ("hnsw", "segment", "compaction", "backfill", "pickle", "malformed",
@@ -562,7 +570,7 @@ class Store:
                 ids=list(ids[start:end]),
                 documents=list(texts[start:end]),
                 metadatas=list(metadatas[start:end]),
-                embeddings=vectors[start:end],
+                embeddings=_jittered(ids[start:end], vectors[start:end]),
             )
         stale = sorted(before - set(ids))
         for start in range(0, len(stale), step):
@@ -637,6 +645,21 @@ class Store:
                 cause=first,
             )
         return AskmdError(_explain(self.where, exc))
+
+
+def _jittered(ids: Sequence[str], vectors: np.ndarray) -> np.ndarray:
+    """The vectors each moved by JITTER of its length, the same way for the same ids."""
+    import numpy as np
+
+    if JITTER <= 0 or not len(ids):
+        return vectors
+    rows = np.asarray(vectors, dtype=np.float32)
+    rng = np.random.default_rng(zlib.crc32("\0".join(ids).encode()))
+    noise = rng.standard_normal(rows.shape).astype(np.float32)
+    noise *= (JITTER * np.linalg.norm(rows, axis=1, keepdims=True)) / np.linalg.norm(
+        noise, axis=1, keepdims=True
+    )
+    return rows + noise
 
 
 def _deepen(collection) -> None:

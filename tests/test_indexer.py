@@ -438,6 +438,66 @@ def test_a_note_repeating_one_passage_does_not_hide_the_other_notes(tmp_path: Pa
         index.manifest.close()
 
 
+TEMPLATE = (
+    "# Daily note\n\n## Tasks\n\nNothing planned yet, fill this in during the day.\n\n"
+    "## Log\n\nWrite what happened today here.\n"
+)
+
+
+def test_many_notes_made_from_one_template_do_not_hide_the_other_notes(tmp_path: Path) -> None:
+    """200 unfilled daily notes are 400 vectors in two groups of identical ones; stored as
+    they are, Chroma's HNSW graph linked them only among themselves and dense search found
+    no other note. Each stored vector is now moved a little in a direction of its own."""
+    notes = {f"daily/{day:03d}.md": TEMPLATE for day in range(200)}
+    notes |= {
+        "power.md": "# Power\n\nTo keep the machine awake, disable suspend.\n",
+        "garden.md": "# Garden\n\nWater tomatoes in the morning, before the heat.\n",
+        "bread.md": "# Bread\n\nLet the dough rise overnight in the fridge.\n",
+    }
+    index = synced_index(tmp_path, notes)
+    try:
+        assert index.manifest.total_chunks() == 403  # every note stays citable on its own
+        for question, note in (
+            ("stop the computer sleeping", "power.md"),
+            ("when should I irrigate my vegetables", "garden.md"),
+            ("leaving yeast loaves to prove in the refrigerator", "bread.md"),
+        ):
+            assert index.search(question, 1, mode="dense")[0].source == note, question
+        found = index.search("what happened today", 5, mode="dense")
+        assert all(h.source.startswith("daily/") for h in found)
+    finally:
+        index.manifest.close()
+
+
+def test_an_index_holding_identical_vectors_keeps_them_apart_at_its_next_sync(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """An index made by older code, which stored copies as identical vectors, is rebuilt
+    once at its next sync, every vector from the embedding cache (updating the vectors in
+    place leaves HNSW's links as they were: the graph stays cut)."""
+    import store
+
+    notes = {f"daily/{day:03d}.md": TEMPLATE for day in range(200)}
+    notes["garden.md"] = "# Garden\n\nWater tomatoes in the morning, before the heat.\n"
+    notes["power.md"] = "# Power\n\nTo keep the machine awake, disable suspend.\n"
+    monkeypatch.setattr(store, "JITTER", 0.0)  # as older code stored them
+    index = synced_index(tmp_path, notes)
+    try:
+        question = "when should I irrigate my vegetables"
+        assert index.search(question, 1, mode="dense")[0].source != "garden.md"  # the trap
+        monkeypatch.setattr(store, "JITTER", 1e-3)
+        with index.manifest.db:  # and as older code left it
+            index.manifest.db.execute("DELETE FROM meta WHERE key = 'copies'")
+        report = index.sync()
+        assert report.rebuild_reason == "passages several notes share are now stored apart"
+        assert report.chunks_embedded == 0  # every vector from the cache
+        assert index.search(question, 1, mode="dense")[0].source == "garden.md"
+        again = index.sync()  # looked for once: nothing is read again
+        assert (again.files_changed, again.files_unchanged, again.rebuilt) == (0, 202, False)
+    finally:
+        index.manifest.close()
+
+
 def test_an_index_holding_a_notes_repeats_drops_them_at_its_next_sync(
     tmp_path: Path, monkeypatch
 ) -> None:
