@@ -244,8 +244,11 @@ def sync(
                 reason = _what_changed(old_fp, fp)
             elif rebuild:
                 reason = "asked for"
-            elif manifest.copies_due():  # HNSW kept their identical vectors; once, from the cache
-                reason = "passages several notes share are now stored apart"
+            elif manifest.copies_due():  # identical vectors cut HNSW's graph: rebuilt once
+                if manifest.copies_shared():  # ... every vector from the embedding cache
+                    reason = "passages several notes share are now stored apart"
+                else:
+                    manifest.set(copies="apart")
             fresh = bool(reason)
             if looked is not None and not fresh and manifest.generation() == looked[1]:
                 report, current = looked[0], looked[2]  # nobody wrote since: no second read

@@ -503,16 +503,17 @@ class Manifest:
 
     def copies_due(self) -> bool:
         """Whether chunks that several notes share word for word may be stored as older
-        code stored them, as identical vectors (store.JITTER now keeps them apart). An
-        index holding none is marked at once; looked for once per index."""
-        if self.read_only or self.get("copies") == "apart":
-            return False
-        shared = self.db.execute(
-            "SELECT 1 FROM chunks GROUP BY text_hash HAVING COUNT(DISTINCT source) > 1 LIMIT 1"
-        ).fetchone()
-        if not shared:
-            self.set(copies="apart")
-        return bool(shared)
+        code stored them, as identical vectors (store.JITTER now keeps them apart):
+        looked for once per index, under the write lock (`copies_shared`)."""
+        return not self.read_only and self.get("copies") != "apart" and self.total_chunks() > 0
+
+    def copies_shared(self) -> bool:
+        """Whether two notes hold a chunk of the same text."""
+        return bool(
+            self.db.execute(
+                "SELECT 1 FROM chunks GROUP BY text_hash HAVING COUNT(DISTINCT source) > 1 LIMIT 1"
+            ).fetchone()
+        )
 
     def reread_repeats(self) -> list[str]:
         """Make the notes that hold repeats of a chunk look changed, so the scan that follows

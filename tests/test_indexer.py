@@ -483,8 +483,9 @@ def test_an_index_holding_identical_vectors_keeps_them_apart_at_its_next_sync(
     monkeypatch.setattr(store, "JITTER", 0.0)  # as older code stored them
     index = synced_index(tmp_path, notes)
     try:
+        # (whether these copies cut garden.md off depends on where Chroma's graph search
+        # enters, which varies between runs: the test asks only for the mend)
         question = "when should I irrigate my vegetables"
-        assert index.search(question, 1, mode="dense")[0].source != "garden.md"  # the trap
         monkeypatch.setattr(store, "JITTER", 1e-3)
         with index.manifest.db:  # and as older code left it
             index.manifest.db.execute("DELETE FROM meta WHERE key = 'copies'")
