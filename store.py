@@ -648,7 +648,8 @@ class Store:
 
 
 def _jittered(ids: Sequence[str], vectors: np.ndarray) -> np.ndarray:
-    """The vectors each moved by JITTER of its length, the same way for the same ids."""
+    """The vectors each moved by JITTER of its length in a direction of its own (the same
+    for the same batch of ids, so a run stores what the run before it stored)."""
     import numpy as np
 
     if JITTER <= 0 or not len(ids):
