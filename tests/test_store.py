@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 
 import chunker
+import store as stored
 from errors import AskmdError
-from store import EF_SEARCH, JITTER, Store, Stored, chunk_metadata
+from store import EF_SEARCH, Store, Stored, chunk_metadata
 from tests.conftest import ROOT
 
 META = {"embedder": "test-embedder", "fingerprint": "f1", "dim": 8}
-NEAR = 2 * JITTER  # stored vectors are moved this much (apart from their copies): distances too
 
 A_TEXT = (
     '# Alpha\n\nIntro.\n\n## Beta\n\nOne.\n\n### Gamma · 日本\n\nTwo, with "quotes".\n\n'
@@ -141,7 +141,7 @@ def exercise(store: Store) -> None:
     expected_b = [(c.id, c.text, chunk_metadata(c, "md5-b", [], f"hash-{c.id}")) for c in b]
     assert rows(found) == expected_a + expected_b
     assert distances(found) == pytest.approx(
-        [expected_distance(v) for v in a_vectors + b_vectors], abs=NEAR
+        [expected_distance(v) for v in a_vectors + b_vectors], abs=1e-5
     )
     # Chroma metadata is scalar: the chain and the tags come back as strings, lines as ints.
     assert found[2].metadata == {
@@ -200,7 +200,7 @@ def exercise(store: Store) -> None:
         *rows(b_before),
     ]
     assert distances(found) == pytest.approx(
-        [expected_distance(v) for v in [basis(2), basis(3), *b_vectors]], abs=NEAR
+        [expected_distance(v) for v in [basis(2), basis(3), *b_vectors]], abs=1e-5
     )
     b_after = store.nearest(QUERY, 10, where={"source": "notes/b.md"})
     assert rows(b_after) == expected_b
@@ -219,6 +219,26 @@ def exercise(store: Store) -> None:
 
 
 # --- embedded: a PersistentClient in tmp_path ----------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def vectors_as_given(monkeypatch) -> None:
+    """These tests check what the store gives back, to the float: the vectors are stored
+    as given. The jitter that keeps copies apart is tested on its own (below)."""
+    monkeypatch.setattr(stored, "JITTER", 0.0)
+
+
+def test_identical_vectors_are_stored_apart_and_barely_moved(store: Store, monkeypatch) -> None:
+    monkeypatch.setattr(stored, "JITTER", 1e-3)
+    ids = [f"copy{i}.md#0" for i in range(3)]
+    metas = [{"source": f"copy{i}.md"} for i in range(3)]
+    same = np.stack([unit(1, 2, 3, 4, 5, 6, 7, 8)] * 3)
+    store.replace([m["source"] for m in metas], ids, ["x"] * 3, metas, same)
+    found = distances(store.nearest(QUERY, 3))
+    assert len(set(found)) == 3  # no two at the same distance: no two at the same point
+    assert found == pytest.approx([expected_distance(same[0])] * 3, abs=2e-3)
+    store.replace([m["source"] for m in metas], ids, ["x"] * 3, metas, same)
+    assert distances(store.nearest(QUERY, 3)) == pytest.approx(found, abs=1e-6)  # the same way
 
 
 @pytest.fixture
@@ -269,13 +289,10 @@ def random_units(n: int, dim: int, seed: int) -> np.ndarray:
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def test_the_dense_pool_is_the_exact_top_100(store: Store, monkeypatch) -> None:
+def test_the_dense_pool_is_the_exact_top_100(store: Store) -> None:
     """The retriever scales its pool of 100 by the pool's last score, so the pool must be
     the real top 100, the same in every process. On these 3,000 vectors Chroma's default
     depth (ef_search 100) returns 0.92 of it on average (0.88 at worst)."""
-    import store as stored
-
-    monkeypatch.setattr(stored, "JITTER", 0.0)  # the exact top 100 of the vectors as given
     vectors = random_units(3000, 64, seed=1)
     ids = [f"n{i // 10}.md#{i % 10}" for i in range(len(vectors))]
     metas = [{"source": f"n{i // 10}.md"} for i in range(len(vectors))]
@@ -406,7 +423,7 @@ def test_reset_empties_the_collection_and_sets_the_new_metadata(
     store.replace(["c.md"], ["c.md#0"], ["c"], [{"source": "c.md"}], unit(1, 1, 0, 0)[None, :])
     [hit] = store.nearest(unit(1, 0, 0, 0), 5)
     assert (hit.id, hit.text, hit.metadata) == ("c.md#0", "c", {"source": "c.md"})
-    assert hit.distance == pytest.approx(1 - 1 / np.sqrt(2), abs=NEAR)
+    assert hit.distance == pytest.approx(1 - 1 / np.sqrt(2), abs=1e-5)
 
 
 def test_reset_before_any_collection_exists(tmp_path: Path) -> None:
