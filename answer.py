@@ -206,6 +206,13 @@ def _generate(result: Answer, chat: Chat, show: Callable | None) -> None:
         raw, result.cancelled = "".join(received), True  # what was shown stays, checked
     finally:
         pieces.close()  # on Ctrl-C too: ends the request, so the server stops generating
+    if not raw.strip() and not result.cancelled:
+        # A reply with no text (a reasoning model that spent its tokens thinking, a server
+        # that puts the reply elsewhere) is a failure, not an answer: quote the notes.
+        raise LLMFailed(
+            "the LLM replied with no text (a reasoning model may need a higher "
+            "ASKMD_LLM_MAX_TOKENS, or choose another model)."
+        )
     checked = check_citations(raw.strip(), len(result.hits))
     result.text = checked.text
     result.citations, result.invalid_citations = checked.cited, checked.invalid

@@ -576,6 +576,23 @@ def test_ask_json_with_a_failing_llm_is_extractive_with_the_error(
     assert data["answer"].startswith("- ")
 
 
+@pytest.mark.parametrize("reply", ["", " \n\n "], ids=["nothing", "whitespace"])
+def test_an_llm_reply_with_no_text_falls_back_to_quotes(
+    run_rag, kb: Path, server: OpenAIServer, reply: str
+) -> None:
+    """A reasoning model that spent its tokens thinking streams no text and stops: that is
+    a failure said in one line, not an empty answer citing nothing."""
+    reply_with(server, reply)
+    result = run_rag(*where(kb), "ask", "Which ports?", *K, **llm_env(server))
+    line = assert_error_then_quotes(result, "the LLM replied with no text")
+    assert "ASKMD_LLM_MAX_TOKENS" in line
+    result = run_rag(*where(kb), "ask", "Which ports?", *K, "--json", **llm_env(server))
+    data = json.loads(result.stdout)
+    assert data["mode"] == "extractive" and data["answer"].startswith("- ")
+    assert data["llm_error"].startswith("the LLM replied with no text")
+    assert data["references"] and data["citations"] == [r["n"] for r in data["references"]]
+
+
 def test_ask_json_without_an_error_has_a_null_llm_error(
     run_rag, kb: Path, server: OpenAIServer
 ) -> None:
