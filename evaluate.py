@@ -108,6 +108,12 @@ def read_queries(path: Path, skipped: list[int] | None = None) -> list[Query]:
     return queries
 
 
+def unknown_paths(queries: list[Query], indexed: set[str]) -> list[str]:
+    """Relevant paths that name no indexed file (a typo, an absolute path, a note since
+    renamed): each would score its question a miss in silence."""
+    return list(dict.fromkeys(r for q in queries for r in q.relevant if r not in indexed))
+
+
 def rank_files(hits: list[Hit]) -> list[str]:
     """Files in the order of their best chunk; a note that shows a chunk through an embed
     (`Hit.shown_in`) ranks right after the note the words are written in."""
@@ -116,13 +122,17 @@ def rank_files(hits: list[Hit]) -> list[str]:
 
 
 def evaluate(queries: list[Query], search: Callable[[str, int], list[Hit]], k: int = 10) -> Report:
-    """Run every query; a file counts as found at the rank of its best chunk."""
+    """Run every query; a file counts as found at the rank of its best chunk.
+
+    Each metric is taken at the depth its name says, whatever `k`: `k` is how many files
+    a question may rank before it is a miss (hit@5 at k=1 would otherwise be hit@1)."""
     report = Report(queries=len(queries), k=k)
     hits_at = {1: 0, 5: 0, 10: 0}
     recall = reciprocal = 0.0
+    depth = max(k, max(hits_at))
     for q in queries:
         started = time.perf_counter()
-        files = rank_files(search(q.query, k * CHUNKS_PER_FILE))[:k]
+        files = rank_files(search(q.query, depth * CHUNKS_PER_FILE))[:depth]
         report.latencies_ms.append((time.perf_counter() - started) * 1000)
         relevant = set(q.relevant)
         ranks = [i for i, f in enumerate(files, start=1) if f in relevant]
@@ -130,7 +140,7 @@ def evaluate(queries: list[Query], search: Callable[[str, int], list[Hit]], k: i
             hits_at[n] += bool(ranks and ranks[0] <= n)
         recall += len({f for f in files[:10] if f in relevant}) / len(relevant) if relevant else 0
         reciprocal += 1 / ranks[0] if ranks and ranks[0] <= 10 else 0
-        if not ranks:
+        if not ranks or ranks[0] > k:
             report.misses.append(Miss(q.id, q.query, q.relevant, tuple(files[:3])))
     total = max(1, len(queries))
     report.hit_at = {n: v / total for n, v in hits_at.items()}

@@ -169,6 +169,13 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         report = index.sync_to_read(progress, warn=console.warning)
     if not args.json:
         show_sync(index, report)
+    unknown = evaluate.unknown_paths(queries, set(index.manifest.files()))
+    if unknown:
+        shown = ", ".join(unknown[:3]) + (" …" if len(unknown) > 3 else "")
+        console.warning(
+            f"{args.queries}: {console.plural(len(unknown), 'relevant path')} not in the index "
+            f"({shown}; paths are relative to the knowledge folder): scored as misses"
+        )
     result = evaluate.evaluate(
         queries, lambda q, n: index.search(q, n, mode=args.retriever), k=args.files or 10
     )
@@ -538,7 +545,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluation.add_argument("queries", metavar="QUERIES.jsonl")
     evaluation.add_argument(
-        "-k", dest="files", type=int, metavar="N", help="files ranked per query (10)"
+        "-k", dest="files", type=int, metavar="N", help="a miss unless among the first N (10)"
     )
     evaluation.add_argument(
         "--retriever",

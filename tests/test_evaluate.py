@@ -199,11 +199,28 @@ def test_a_query_with_nothing_found_is_a_miss_with_nothing_found() -> None:
     assert report.misses == [Miss("none", "q", ("a.md",), ())]
 
 
-def test_a_smaller_k_cuts_the_ranking() -> None:
-    report = evaluate.evaluate(QUERIES[:2], lambda q, n: RESULTS[q], k=2)
-    # b.md is the third file: outside k=2
-    assert report.hit_at == {1: 0.5, 5: 0.5, 10: 0.5}
-    assert [m.id for m in report.misses] == ["q2"]
+def test_k_decides_the_misses_and_each_metric_keeps_its_own_depth() -> None:
+    asked: list[int] = []
+
+    def search(query: str, n: int) -> list[Hit]:
+        asked.append(n)
+        return RESULTS[query]
+
+    report = evaluate.evaluate(QUERIES, search, k=2)
+    # b.md is the third file: a miss at k=2, yet inside the top 5 and the top 10
+    assert report.hit_at == {1: 1 / 4, 5: 2 / 4, 10: 3 / 4}
+    assert report.mrr_at_10 == pytest.approx((1 + 1 / 3 + 1 / 7 + 0) / 4)
+    assert [m.id for m in report.misses] == ["q2", "q3", "q4"]
+    assert set(asked) == {10 * evaluate.CHUNKS_PER_FILE}  # deep enough for hit@10
+    deeper = evaluate.evaluate(QUERIES, lambda q, n: RESULTS[q], k=20)
+    assert deeper.hit_at == report.hit_at and deeper.misses == []  # e.md is twelfth
+
+
+def test_relevant_paths_that_name_no_indexed_file_are_listed_once() -> None:
+    queries = [*QUERIES, Query("q5", "again", ("a.md", "/abs/a.md", "typo.md", "typo.md"))]
+    indexed = {"a.md", "b.md", "c.md", "d.md", "e.md"}
+    assert evaluate.unknown_paths(queries, indexed) == ["/abs/a.md", "typo.md"]
+    assert evaluate.unknown_paths(QUERIES, indexed) == []
 
 
 # --------------------------------------------------------------------------------------
@@ -285,6 +302,10 @@ def test_eval_dense_retriever_verbose_lists_the_miss(run_rag, folder) -> None:
     misses = [line for line in result.stdout.splitlines() if line.startswith("miss ")]
     assert misses == ["miss gone: zorblax quuxification"]
     assert "wanted missing.md" in result.stdout
+    assert result.stderr.splitlines()[-1] == (
+        f"warning: {folder / 'q.jsonl'}: 1 relevant path not in the index (missing.md; paths "
+        "are relative to the knowledge folder): scored as misses"
+    )
 
 
 @pytest.mark.parametrize(
