@@ -484,7 +484,9 @@ def neutralise_citations(text: str) -> str:
 _SENTENCE = re.compile(r"[^\n]+?(?:[.!?](?=\s)|[。！？；]+|$)", re.M)
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _SKIP_LINE = re.compile(r"^\s*(?:#{1,6}\s|\|?\s*:?-{3,}|[-*_]{3,}\s*$|<!--)")
-_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
+# A table's delimiter row: GitHub's needs one hyphen a cell ("|:-|-:|"); without a pipe,
+# three (a bare "--" is not one).
+_TABLE_RULE = re.compile(r"^(?=.*(?:\||-{3}))\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+|^\s*>\s?")
 
 
@@ -648,7 +650,7 @@ def extractive(query: str, hits: list[Hit], max_sentences: int = 3) -> tuple[str
         if sentence in attached:
             continue  # already shown as part of the steps an earlier sentence introduced
         quoted = _trim(sentence)
-        shown = display_text(neutralise_citations(_cells(quoted)))
+        shown = display_text(neutralise_citations(_cells(quoted, hits[n - 1].text)))
         lines.append(f"- {shown}{'' if quoted == sentence else ' …'} [{n}]")
         block = _introduced_block(hits[n - 1].text, sentence) if quoted == sentence else ""
         if block:
@@ -728,12 +730,35 @@ _STEP = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+")
 _CELL_BORDER = re.compile(r"(?<!\\)\|")
 
 
-def _cells(sentence: str) -> str:
-    """A table row quoted as an answer, as its cells: "| `a` | | b |" -> "`a` — b"."""
+def _cells(sentence: str, passage: str = "") -> str:
+    """A table row quoted as an answer, each cell under its column's name when the
+    passage holds the header: "| staging | 2 |" -> "env: staging — replicas: 2" (the row
+    alone says nothing of what 2 counts); without one, the cells: "`a` — b"."""
     if not sentence.startswith("|") or sentence.count("|") < 2:
         return sentence
-    cells = [c.strip() for c in _CELL_BORDER.split(sentence.strip().strip("|"))]
-    return " — ".join(c for c in cells if c) or sentence
+    cells = _row(sentence)
+    names = _header_of(passage, sentence)
+    named = [f"{names[i]}: {c}" if i < len(names) and names[i] else c for i, c in enumerate(cells)]
+    return " — ".join(x for x, c in zip(named, cells, strict=True) if c) or sentence
+
+
+def _row(line: str) -> list[str]:
+    return [c.strip() for c in _CELL_BORDER.split(line.strip().strip("|"))]
+
+
+def _header_of(passage: str, sentence: str) -> list[str]:
+    """The column names of the table a row quoted from `passage` belongs to, if the
+    passage holds its header row (a long table's rows can be chunked without it)."""
+    lines = passage.splitlines()
+    at = next((i for i, line in enumerate(lines) if sentence in line), None)
+    if at is None:
+        return []
+    for i in range(at - 1, 0, -1):
+        if _TABLE_RULE.match(lines[i]):
+            return _row(lines[i - 1]) if lines[i - 1].lstrip().startswith("|") else []
+        if not lines[i].lstrip().startswith("|"):
+            return []
+    return []
 
 
 def _capped(block: list[str], fence: str) -> str:

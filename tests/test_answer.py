@@ -799,16 +799,32 @@ def test_a_colon_before_a_heading_brings_nothing() -> None:
     assert text.splitlines()[0] == "- Steps for the release: [1]" and "Later" not in text
 
 
-def test_a_table_row_is_quoted_as_its_cells() -> None:
+def test_a_table_row_is_quoted_as_its_cells_under_their_column_names() -> None:
     table = hit(
         1,
-        "| Method | Description |\n| --- | --- |\n| `loadData()` |  | Load settings data. |\n"
-        "| [[Notes\\|saveData()]] | Save settings data. |\n",
+        "| Method | Modifiers | Description |\n| --- | --- | --- |\n"
+        "| `loadData()` |  | Load settings data. |\n"
+        "| [[Notes\\|saveData()]] |  | Save settings data. |\n",
         chain="Plugin › Methods",
     )
     text, refs = answer.extractive("load settings data", [table])
-    assert text.splitlines()[0] == "- `loadData()` — Load settings data. [1]"
+    assert text.splitlines()[0] == "- Method: `loadData()` — Description: Load settings data. [1]"
     assert refs[0].text == "| `loadData()` |  | Load settings data."  # the file, verbatim
+    numbers = hit(
+        1,
+        "| env | replicas | max surge |\n|:--|--:|--:|\n"
+        "| production | 6 | 2 |\n| staging | 2 | 1 |\n",
+        chain="Deploy › Sizes",
+    )
+    text, _ = answer.extractive("staging replicas", [numbers])
+    assert "- env: staging — replicas: 2 — max surge: 1 [1]" in text.splitlines()
+
+
+def test_a_table_row_without_its_header_in_the_passage_is_shown_as_its_cells() -> None:
+    """A long table chunked past its header: the row's cells, nothing made up."""
+    rows = hit(1, "| `loadData()` |  | Load settings data. |\n| `x()` |  | Other. |\n")
+    text, _ = answer.extractive("load settings data", [rows])
+    assert text.splitlines()[0] == "- `loadData()` — Load settings data. [1]"
 
 
 def test_sentences_are_shown_in_the_order_of_their_passages() -> None:
