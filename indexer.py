@@ -510,7 +510,7 @@ def _fill(
         picked = manifest.pending_sources(size, among=sources, skip=skipped)
         if not picked:
             break
-        done += _fill_group(w, picked, skipped)
+        done += _fill_group(w, picked, skipped, budget=chunks, stop=stop)
         if chunks is not None and done >= chunks:
             break
     manifest.set(
@@ -868,9 +868,21 @@ def _record_group(k: _Keywords, group: list[prepare.Prepared]) -> None:
         k.manifest.record(records, {done.source: done.links or [] for done in group})
 
 
-def _fill_group(w: _Writer, sources: list[str], skipped: set[str]) -> int:
+def _fill_group(
+    w: _Writer,
+    sources: list[str],
+    skipped: set[str],
+    budget: int | None = None,
+    stop: Callable[[], bool] = lambda: False,
+) -> int:
     """Embed (cache misses only) and store these files' vectors, then mark them filled,
-    in one commit. Returns how many chunks it stored."""
+    in one commit. Returns how many chunks it stored, or embedded when it stopped early.
+
+    A file bigger than `budget` chunks (a 5 MB note is thousands) is embedded over
+    several calls, `budget` at a time into the embedding cache, and stored by the call
+    that finds every vector cached: the background filler lets go of the index between
+    calls, so notes saved meanwhile are not kept waiting for the whole of it. `stop` is
+    asked between slices too, so leaving does not wait for a big file either."""
     import numpy as np
 
     manifest, embedder, report = w.manifest, w.embedder, w.report
@@ -891,7 +903,10 @@ def _fill_group(w: _Writer, sources: list[str], skipped: set[str]) -> int:
     step = min(max(EMBED_SLICE, int(getattr(embedder, "slice_size", EMBED_SLICE))), SLICE_CAP)
     with_windows = getattr(embedder, "embed_windows", None)  # the local model's, from its run
     latin = _latin(rows, set(missing)) if with_windows is not None else set()
+    pause = _pause_after(budget, len(missing), stop)
     for start in range(0, len(missing), step):
+        if pause(start):
+            return start  # the rest next time, from here: these are in the cache
         part = missing[start : start + step]
         began = time.perf_counter()
         if with_windows is None:
@@ -906,12 +921,15 @@ def _fill_group(w: _Writer, sources: list[str], skipped: set[str]) -> int:
         report.chunks_embedded += len(part)
         w.progress.advance(chunks=len(part))
     w.progress.advance(chunks=len(rows) - len(missing))
-    side = _embed_side(w, rows, skipped)
-    if skipped & set(sources):  # a file changed while its side vectors were looked for
-        keep = [i for i, r in enumerate(rows) if r.source not in skipped]
-        rows = [rows[i] for i in keep]
-        sources = [s for s in sources if s not in skipped]
-        side = _embed_side(w, rows, skipped)
+    try:
+        side = _embed_side(w, rows, skipped, budget, stop)
+        if skipped & set(sources):  # a file changed while its side vectors were looked for
+            keep = [i for i, r in enumerate(rows) if r.source not in skipped]
+            rows = [rows[i] for i in keep]
+            sources = [s for s in sources if s not in skipped]
+            side = _embed_side(w, rows, skipped, budget, stop)
+    except _Paused as paused:
+        return len(missing) + paused.embedded
     matrix = (
         np.stack([vectors[r.text_hash] for r in rows]) if rows else np.zeros((0, 1), np.float32)
     )
@@ -921,6 +939,21 @@ def _fill_group(w: _Writer, sources: list[str], skipped: set[str]) -> int:
         _write_side(w, sources, side, metadatas)
         manifest.filled(sources)
     return len(rows)
+
+
+class _Paused(Exception):  # noqa: N818 - not an error: a big file goes on next call
+    def __init__(self, embedded: int) -> None:
+        self.embedded = embedded
+
+
+def _pause_after(
+    budget: int | None, missing: int, stop: Callable[[], bool]
+) -> Callable[[int], bool]:
+    """Whether a group's embedding stops after `done` texts, to go on at the next call:
+    when asked to stop, or when a file far bigger than the filler's budget has had its
+    share (groups of a few ordinary notes are done in one call, as before)."""
+    big = budget is not None and missing > 2 * budget
+    return lambda done: done > 0 and (stop() or big and done >= budget)
 
 
 def _latin(rows: list, hashes: set[str]) -> set[str]:
@@ -1018,10 +1051,17 @@ class _Side:
     cjk: list[bool]  # per position: the chunk's text is CJK (Latin questions search those)
 
 
-def _embed_side(w: _Writer, rows: list, skipped: set[str]):
+def _embed_side(
+    w: _Writer,
+    rows: list,
+    skipped: set[str],
+    budget: int | None = None,
+    stop: Callable[[], bool] = lambda: False,
+):
     """The multilingual vectors of the group's CJK chunks (cache misses embedded, cached
     under that model's id), or None when the index has no second model. The model loads on
-    the first CJK chunk, never for a folder without one."""
+    the first CJK chunk, never for a folder without one. Raises _Paused when it stops
+    early (see _fill_group): what it embedded is cached."""
     side_id = getattr(w.embedder, "companion_id", None)
     if not side_id:
         return None
@@ -1040,7 +1080,10 @@ def _embed_side(w: _Writer, rows: list, skipped: set[str]):
         else {}
     )
     missing = sorted((h for h in missing if h in text_of), key=lambda h: len(text_of[h]))
+    pause = _pause_after(budget, len(missing), stop)
     for start in range(0, len(missing), EMBED_SLICE):
+        if pause(start):
+            raise _Paused(start)
         part = missing[start : start + EMBED_SLICE]
         began = time.perf_counter()
         texts = [text_of[h] for h in part]

@@ -39,6 +39,7 @@ import answer
 import console
 import folder
 import indexer
+import leaving
 import notes
 import pipeline
 import readers
@@ -615,4 +616,5 @@ def serve(settings, allow_write: bool = False) -> int:
         anyio.run(_serve, server, wire)
     finally:
         server.notes.stop()
+        leaving.exit_now_if_busy(0)
     return 0

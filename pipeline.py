@@ -49,6 +49,7 @@ FOREGROUND_CHUNKS = 1000
 # most (about 15 s with the local model) before it is ready.
 FOREGROUND_CHUNKS_LIVE = 256
 FOREGROUND_NOTES = 20  # a sync of at most this many notes embeds them itself, filler or not
+FOREGROUND_BYTES = 256 * 1024  # ... when they are this small together (~15 s of embedding)
 WRITE_WAIT_SECONDS = 60.0  # a change waits this long for another process's update
 READ_WAIT_SECONDS = 3.0  # a search or question waits this long, then reads the index as it is
 
@@ -284,7 +285,16 @@ class Index:
         if paths is None or len(paths) > FOREGROUND_NOTES:
             return False
         sources = indexer.sources_of(self.settings, paths)
-        return sorted(sources) if sources else False
+        small, size = [], 0  # a 5 MB note is minutes of embedding: the filler's, in slices
+        for source in sorted(sources):
+            try:
+                bytes_ = (self.settings.knowledge_dir / source).stat().st_size
+            except OSError:
+                bytes_ = 0  # gone (a delete): its vectors are removed, nothing is embedded
+            if size + bytes_ <= FOREGROUND_BYTES:
+                small.append(source)
+                size += bytes_
+        return small or False
 
     def fill_in_background(self, on_error: Callable[[str], None] = lambda message: None) -> None:
         """Store the missing vectors on a background thread, a small group at a time,
@@ -312,7 +322,7 @@ class Index:
                 self.follow()
                 if vectors:
                     waiting = self.manifest.pending()
-                    indexer.fill(
+                    filled = indexer.fill(
                         self.settings,
                         self.store,
                         self.manifest,
@@ -321,7 +331,9 @@ class Index:
                         chunks=chunks,
                         stop=stop,
                     )
-                    if self.manifest.pending() == waiting and not stop():
+                    # A big note is embedded over several calls before it is stored.
+                    moved = self.manifest.pending() != waiting or filled.embed_seconds > 0
+                    if not moved and not stop():
                         return False  # only notes changed on disk since recorded wait
                 else:  # then the window vectors an older index lacks (windows.py)
                     embedder = lambda: self.embedder  # noqa: E731

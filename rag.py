@@ -18,6 +18,7 @@ import answer
 import chunker
 import console
 import index_home
+import leaving
 import notes
 import pipeline
 import retriever
@@ -263,10 +264,17 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
         sys.stderr.flush()
 
     watcher = Watcher(index, changed, console.warning, on_ready=ready)
+    # A big note saved is searchable by keyword at once; its vectors are stored in the
+    # background, a slice at a time, so the notes saved after it are not kept waiting.
+    index.fill_in_background(console.warning)
     try:
         watcher.run()
     except KeyboardInterrupt:
         pass
+    finally:
+        if index.filler is not None:
+            index.filler.stop(timeout=LEAVE_WAIT_SECONDS)
+        leaving.exit_now_if_busy(0)
     return 0
 
 
@@ -338,6 +346,7 @@ def cmd_repl(args: argparse.Namespace, settings: Settings) -> int:
             live.watcher.stop(timeout=LEAVE_WAIT_SECONDS)
         if index.filler is not None:  # the group in flight ends; the rest waits for next time
             index.filler.stop(timeout=LEAVE_WAIT_SECONDS)
+        leaving.exit_now_if_busy(0)
 
 
 LEAVE_WAIT_SECONDS = 30  # leaving the REPL waits this long for the watcher's sync to end

@@ -13,6 +13,7 @@ import signal
 import socket
 import sys
 
+import leaving
 from errors import AskmdError, BadRequest, first_line
 from guard import is_loopback
 from pipeline import Index
@@ -79,6 +80,7 @@ def serve(settings: Settings, host: str, port: int) -> int:
             watcher.stop()
         if index.filler is not None:
             index.filler.stop()
+        leaving.exit_now_if_busy(0)
     return 0
 
 

@@ -337,3 +337,148 @@ def test_a_note_changed_before_its_vectors_does_not_keep_the_filler_busy(
         assert index.search("changed since", 1)[0].source == "b.md"
     finally:
         index.manifest.close()
+
+
+def test_a_big_note_is_embedded_a_slice_a_call_and_stored_whole_once_cached(
+    tmp_path: Path, run_rag
+) -> None:
+    """A 5 MB note is thousands of chunks: the filler embeds it a budget at a time into
+    the cache and lets go of the index between calls (a note saved meanwhile is recorded
+    with its vectors at once), and the call that finds every vector cached stores the note
+    whole. Nothing is embedded twice."""
+    from pipeline import Index
+    from settings import load_settings
+
+    big = "# Log\n\n" + "".join(
+        f"Entry {i} of the depot log: crate kx{i:04}q.\n\n" for i in range(1400)
+    )
+    kb = write_notes(tmp_path / "kb", {"big.md": big})
+    with OpenAIServer(dimension=16) as server:
+        env = {**env_for(server), "ASKMD_CHUNK_SIZE": "200", "ASKMD_CHUNK_OVERLAP": "0"}
+        where = ["--knowledge", str(kb), "--index-dir", str(tmp_path / "ix")]
+        assert run_rag(*where, "index", "--keyword-only", **env).returncode == 0
+        settings = load_settings(
+            environ=env, dotenv_path=None,
+            overrides={"knowledge_dir": kb, "index_dir": tmp_path / "ix"},
+        )  # fmt: skip
+        index = Index(settings)
+        try:
+            chunks = index.filling()["chunks"]
+            assert chunks > 4 * 64, chunks  # far bigger than the filler's budget
+            assert index.fill_some(64, lambda: False) is True  # one slice, not the note
+            assert index.filling()["chunks_embedded"] == 0  # stored whole, later
+            assert 0 < len(embedded_inputs(server)) < chunks / 2
+            # The index is free between calls: a note saved now is recorded with its vectors
+            # (as a watcher records it while the filler runs).
+            write_notes(kb, {"saved.md": "# Saved\n\nThe metrics endpoint listens on 9420.\n"})
+            assert index.sync(["saved.md"], vectors=["saved.md"]).chunks_embedded == 1
+            calls = 1
+            while index.fill_some(64, lambda: False):
+                calls += 1
+                assert calls < chunks, "the filler makes no headway"
+            assert calls >= 3
+            assert index.filling()["chunks_embedded"] == chunks + 1
+            inputs = embedded_inputs(server)
+            assert len(inputs) == len(set(inputs)) == chunks + 1  # nothing embedded twice
+            assert index.search("kx0399q", 1, mode="dense")  # stored, searchable by vector
+        finally:
+            index.manifest.close()
+
+
+def test_a_saved_big_note_leaves_its_vectors_to_the_filler(tmp_path: Path) -> None:
+    """A watcher's sync embeds the few notes saved, unless they are big: a 5 MB note
+    would hold the index for minutes, and every later save with it."""
+    from pipeline import FOREGROUND_BYTES, Index
+    from settings import load_settings
+
+    kb = write_notes(tmp_path / "kb", {"a.md": "# A\n\nAlpha.\n"})
+    with OpenAIServer(dimension=16) as server:
+        env = env_for(server)
+        settings = load_settings(
+            environ=env, dotenv_path=None,
+            overrides={"knowledge_dir": kb, "index_dir": tmp_path / "ix"},
+        )  # fmt: skip
+        index = Index(settings)
+        try:
+            index.sync()
+            index.fill_in_background()
+            line = "Crate kx{:06}q entered the depot log at minute {} of the day.\n\n"
+            write_notes(
+                kb,
+                {
+                    "big.md": "# Big\n\n"
+                    + "".join(line.format(i, i) for i in range(FOREGROUND_BYTES // 50)),
+                    "small.md": "# Small\n\nThe metrics endpoint listens on 9420.\n",
+                },
+            )
+            report = index.sync(["big.md", "small.md"])
+            assert report.files_added == 2
+            assert report.chunks_embedded == 1  # small.md's; big.md's are the filler's
+        finally:
+            index.filler.stop()
+            index.manifest.close()
+
+
+def depot_log(lines: int) -> str:
+    """A long note of distinct lines (repeats would be stored once)."""
+    return "# Depot log\n\n" + "".join(
+        f"Crate kx{i:06}q entered the depot at minute {i} of the day.\n\n" for i in range(lines)
+    )
+
+
+def read_json_lines(stream, until, within: float = 120) -> list[dict]:
+    """JSON lines from `stream` until one satisfies `until` (or the time is up)."""
+    import select
+
+    seen: list[dict] = []
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([stream], [], [], 1)
+        if not ready:
+            continue
+        line = stream.readline()
+        if not line:
+            break
+        seen.append(json.loads(line))
+        if until(seen[-1]):
+            return seen
+    raise AssertionError(f"not seen in {within} s: {seen}")
+
+
+def test_watch_reports_a_big_note_at_once_stores_its_vectors_after_and_ctrl_c_exits_0(
+    tmp_path: Path,
+) -> None:
+    """`watch` records a saved 600 KB note for keyword search and says so, and the note
+    saved after it too, while the note's vectors are still being stored in the
+    background; Ctrl-C then leaves at once with status 0 (not aborted inside the model)."""
+    kb = write_notes(tmp_path / "kb", {"a.md": "# A\n\nAlpha.\n"})
+    where = ["--knowledge", str(kb), "--index-dir", str(tmp_path / "ix")]
+    rag = [sys.executable, str(ROOT / "rag.py"), *where]
+    assert subprocess.run([*rag, "index"], env=clean_env(), capture_output=True).returncode == 0
+    log = (tmp_path / "stderr.log").open("w+b")
+    watch = subprocess.Popen(
+        [*rag, "watch", "--json"], stdout=subprocess.PIPE, stderr=log, env=clean_env(), text=True
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while b"watching" not in (tmp_path / "stderr.log").read_bytes():
+            assert time.monotonic() < deadline and watch.poll() is None, "watch did not start"
+            time.sleep(0.2)
+        (kb / "big.md").write_text(depot_log(5_000), encoding="utf-8")  # 310 KB
+        read_json_lines(watch.stdout, lambda e: "big.md" in e.get("added", []))
+        (kb / "small.md").write_text("# Small\n\nThe metrics port is 9420.\n", encoding="utf-8")
+        read_json_lines(watch.stdout, lambda e: "small.md" in e.get("added", []))
+        stats = subprocess.run(
+            [*rag, "stats", "--json"], env=clean_env(), capture_output=True, text=True
+        )
+        stats = json.loads(stats.stdout)
+        assert stats["files"] == 3
+        assert stats["chunks_embedded"] < stats["chunks"]  # big.md's vectors still to come
+        watch.send_signal(signal.SIGINT)
+        assert watch.wait(timeout=60) == 0
+    finally:
+        if watch.poll() is None:
+            watch.kill()
+            watch.wait()
+    said = (tmp_path / "stderr.log").read_text(encoding="utf-8", errors="replace")
+    assert "terminate called" not in said and "Traceback" not in said, said
