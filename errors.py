@@ -30,6 +30,12 @@ class Busy(AskmdError):
     status = 409
 
 
+class IndexReplaced(AskmdError):
+    """Another process rebuilt this index folder for another knowledge folder."""
+
+    status = 409
+
+
 class IndexBusy(Busy):
     """Another process holds the index's lock file (`holder` is its pid, as written)."""
 

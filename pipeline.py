@@ -33,7 +33,7 @@ import manifest as manifest_file
 import rerank
 import retriever
 import vault
-from errors import AskmdError, BadRequest
+from errors import AskmdError, BadRequest, IndexReplaced
 from manifest import Manifest
 from rwlock import ReadWriteLock, WriterLock, file_lock
 from settings import Settings
@@ -416,11 +416,25 @@ class Index:
         """Reopen the store if another process committed since this one last looked."""
         if self.manifest.generation() == self._seen:
             return
+        self._check_still_ours()
         with self.lock.writing():  # no search is using the store while it is replaced
             generation = self.manifest.generation()
             if generation != self._seen:
                 self.store.close()
                 self._seen = generation
+
+    def _check_still_ours(self) -> None:
+        """A running server over one folder must not answer from an index another process
+        rebuilt for another (`index --rebuild` with the same --index-dir): its notes would
+        be shown under this folder's name."""
+        recorded = index_home.owner(self.settings.index_dir)
+        real = os.path.realpath(self.settings.knowledge_dir)
+        if recorded is not None and recorded != real:
+            raise IndexReplaced(
+                f"the index folder {self.settings.index_dir} was rebuilt for {recorded} by "
+                f"another process: askmd over {real} stops answering from it (restart it "
+                "with another --index-dir)"
+            )
 
     def search(
         self,

@@ -147,3 +147,35 @@ def test_the_repl_banner_names_the_folder_and_its_index(tmp_path) -> None:
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)
+
+
+def test_a_running_index_replaced_for_another_folder_stops_answering(run_rag, tmp_path) -> None:
+    """A server over folder a, and `index --rebuild` of folder b into its index folder
+    by another process: the server's next search, answer or stats says so in one line
+    (409 over HTTP), instead of answering with b's notes under a's name."""
+    from errors import IndexReplaced
+    from pipeline import Index
+
+    a = write_notes(tmp_path.resolve() / "a", A_NOTES)
+    b = write_notes(tmp_path.resolve() / "b", B_NOTES)
+    settings = load_settings(
+        environ={}, dotenv_path=None, overrides={"knowledge_dir": a, "index_dir": tmp_path / "ix"}
+    )
+    index = Index(settings)
+    try:
+        index.sync()
+        assert index.search("port", 1)[0].source == "ports.md"
+        rebuilt = run_rag("--knowledge", str(b), "--index-dir", "ix", "index", "--rebuild")
+        assert rebuilt.returncode == 0, rebuilt.stderr
+        said = (
+            f"the index folder {tmp_path / 'ix'} was rebuilt for {b} by another process: "
+            f"askmd over {a} stops answering from it (restart it with another --index-dir)"
+        )
+        for call in (lambda: index.search("starter", 1), index.stats):
+            with pytest.raises(IndexReplaced) as caught:
+                call()
+            assert str(caught.value) == said and caught.value.status == 409
+        with pytest.raises(AskmdError, match=f"holds the index of {b}, not of {a}"):
+            index.sync()  # nor is anything written into it
+    finally:
+        index.manifest.close()
