@@ -145,8 +145,11 @@ class IndexStatus(TypedDict):
     dimension: int
     index_dir: str
     last_sync: str | None
+    links: int  # links written in the notes
+    broken_links: int  # of those, the ones that lead to no note
     chunks_embedded: int  # chunks whose vectors are stored; the rest are found by keyword
     keyword_ready: bool  # every note is recorded for keyword search
+    collection: str  # the Chroma collection holding the vectors
     syncing: bool  # this server's start-up sync, or any process's update, is running
     watching: bool  # changes saved in the folder reach the index as they happen
 

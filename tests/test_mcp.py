@@ -332,6 +332,11 @@ def test_stdio_search_ask_read_and_status(shared) -> None:
     assert lines.content[0].text == "The API listens on port 8420."
     status = session.tool("index_status", {}).structured_content
     assert status["files"] == 3 and status["watching"] is True and status["syncing"] is False
+    assert list(status) == [  # the `stats --json` object, then the server's two fields
+        "knowledge_dir", "files", "chunks", "embedder", "dimension", "index_dir", "last_sync",
+        "links", "broken_links", "chunks_embedded", "keyword_ready", "collection",
+        "syncing", "watching",
+    ]  # fmt: skip
 
 
 def test_stdio_refuses_every_path_and_keeps_serving(shared) -> None:
