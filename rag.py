@@ -117,6 +117,8 @@ def stream_answer(pieces: Iterator[str], sources: int) -> str:
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     """Sync, then show the chunks nearest to a query."""
+    if not args.query.strip():  # as `ask` and the API say: an empty query finds nothing
+        raise AskmdError('the query is empty: python rag.py search "metrics port"')
     filters = _filters(args)  # a bad filter is reported before any indexing
     index = Index(settings)
     with _kept_on_ctrl_c(index):

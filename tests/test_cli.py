@@ -324,6 +324,8 @@ def test_mostly_chinese_notes_need_no_hint_when_the_multilingual_model_is_instal
     ("args", "message"),
     [
         (("ask", "  "), "error: the question is empty: "),
+        (("search", ""), "error: the query is empty: "),
+        (("search", " \t", "--json"), "error: the query is empty: "),
         (("ask", "q", "--heading-level", "9"), "error: --heading-level 9: give 1 to 4"),
         (("search", "q", "--heading-level", "0"), "error: --heading-level 0: give 1 to 4"),
         (("eval", "q.jsonl", "-k", "0"), "error: -k 0: rank between 1 and 100 files"),
