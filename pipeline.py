@@ -285,6 +285,8 @@ class Index:
         if paths is None or len(paths) > FOREGROUND_NOTES:
             return False
         sources = indexer.sources_of(self.settings, paths)
+        if not sources:
+            return False  # a folder among them (a new one, a move): the filler's
         small, size = [], 0  # a 5 MB note is minutes of embedding: the filler's, in slices
         for source in sorted(sources):
             try:
