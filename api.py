@@ -136,15 +136,14 @@ def create_app(index: Index, loopback_only: bool = True) -> FastAPIOffline:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        malformed = [e for e in exc.errors() if e.get("type") == "json_invalid"]
-        status = 400 if malformed else 422  # a request that is not JSON is malformed
-        return JSONResponse({"error": _validation_message(exc)}, status_code=status)
+        return JSONResponse({"error": _validation_message(exc)}, status_code=422)
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
         message = {404: f"not found: {request.url.path}", 405: "method not allowed"}
         if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
-            message[400] = "the body is not valid JSON (it is not UTF-8)"  # Starlette's words
+            # FastAPI's words for a body that is not UTF-8: it is invalid JSON, like any other
+            return JSONResponse({"error": "the body is not valid JSON (not UTF-8)"}, 422)
         return JSONResponse(
             {"error": message.get(exc.status_code, str(exc.detail))},
             status_code=exc.status_code,

@@ -104,14 +104,15 @@ def test_an_ordinary_ask_with_a_full_history_is_still_accepted(server: Server) -
     [
         (b"hello", "the body is not valid JSON"),
         (b'{"query": "port",', "the body is not valid JSON"),
-        (b'{"query": "caf\xe9"}', "the body is not valid JSON (it is not UTF-8)"),
+        (b'{"query": "caf\xe9"}', "the body is not valid JSON (not UTF-8)"),
     ],
     ids=["not-json", "cut-short", "latin-1"],
 )
-def test_a_body_that_is_not_json_is_400_in_one_line(server: Server, body: bytes, said: str) -> None:
-    """A malformed request is 400 (422 is for fields that are wrong), saying why."""
+def test_a_body_that_is_not_json_is_422_saying_why(server: Server, body: bytes, said: str) -> None:
+    """Every body that is not JSON gets the same status, 422 (a Latin-1 one was 400 with
+    "There was an error parsing the body")."""
     reply = server.client().post("/api/v1/search", content=body, headers=JSON_TYPE)
-    assert error_of(reply, 400) == said
+    assert error_of(reply, 422) == said
 
 
 def test_a_note_over_the_content_cap_is_413_and_not_written(server: Server) -> None:
