@@ -41,6 +41,17 @@ def plain(text: str) -> str:
     return ANSI.sub("", text).replace("\r", "")
 
 
+def _in_select(pid: int) -> bool:
+    """Whether the main thread sleeps in select()/poll(), readline's wait for a key. A
+    sleeping state alone is not enough: waiting for the GIL while the watcher or the
+    vector filler holds it is sleeping too, and a SIGINT then is read late."""
+    try:
+        wchan = Path(f"/proc/{pid}/wchan").read_text()
+    except OSError:
+        return True  # no wchan to read: the state alone must do
+    return wchan in ("", "0") or "poll" in wchan or "select" in wchan
+
+
 class Term:
     """A child in a pseudo-terminal, read as plain text (colours and cursor moves removed)."""
 
@@ -88,7 +99,7 @@ class Term:
             except (OSError, IndexError):  # no /proc: give it time instead
                 time.sleep(0.5)
                 return
-            if state == "S":
+            if state == "S" and _in_select(self.child.pid):
                 return
             time.sleep(0.01)
 
