@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 GROUP_CHUNKS = 64  # chunks per group: a saved note waits at most one group (seconds)
 IDLE_SECONDS = 30.0  # with nothing to do, look again this often (another process's sync)
 BUSY_SECONDS = 2.0  # another process is writing: try again after this long
+HANDOVER_SECONDS = 0.05  # between groups: time for a waiting writer to take its turn
 
 
 class Filler:
@@ -65,3 +66,6 @@ class Filler:
             if not more:
                 self._wake.wait(IDLE_SECONDS)
                 self._wake.clear()
+            else:  # a thread waiting for its turn (a saved note's sync) gets it now: the
+                # turn is not handed over in order, and this loop would take it straight back
+                self._stop.wait(HANDOVER_SECONDS)
