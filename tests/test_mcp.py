@@ -509,7 +509,12 @@ def send(server: subprocess.Popen, method: str, n: int, params: dict) -> None:
 
 
 def receive(server: subprocess.Popen, n: int) -> dict:
-    """The reply to request `n`; every line before it must be a JSON-RPC message too."""
+    """The reply to request `n`; every line before it must be a JSON-RPC message too.
+    Requests sent together are answered in any order (a quick refusal can overtake a read),
+    so a reply to another request is kept for when that one is awaited."""
+    early: dict = server.__dict__.setdefault("early_replies", {})
+    if n in early:
+        return early.pop(n)
     deadline = time.monotonic() + 60
     while True:
         ready, _, _ = select.select([server.stdout], [], [], deadline - time.monotonic())
@@ -523,6 +528,8 @@ def receive(server: subprocess.Popen, n: int) -> dict:
         assert message.get("jsonrpc") == "2.0", line[:200]
         if message.get("id") == n:
             return message
+        if "id" in message and "method" not in message:  # a reply to another request
+            early[message["id"]] = message
 
 
 def test_rag_mcp_is_in_the_help(run_rag) -> None:
