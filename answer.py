@@ -738,8 +738,10 @@ def _cells(sentence: str, passage: str = "") -> str:
         return sentence
     cells = _row(sentence)
     names = _header_of(passage, sentence)
-    named = [f"{names[i]}: {c}" if i < len(names) and names[i] else c for i, c in enumerate(cells)]
-    return " — ".join(x for x, c in zip(named, cells, strict=True) if c) or sentence
+    shown = [
+        f"{names[i]}: {c}" if i < len(names) and names[i] else c for i, c in enumerate(cells) if c
+    ]
+    return " — ".join(shown) or sentence
 
 
 def _row(line: str) -> list[str]:
