@@ -492,6 +492,28 @@ class Manifest:
             if snapshot:
                 self.db.execute("COMMIT")
 
+    def frequencies(self, terms: list[str], cjk: bool | None = None) -> tuple[dict[str, int], int]:
+        """How many chunks hold each term, and how many chunks there are (of the question's
+        script, as `keyword` counts them): what makes a term rare, and its idf."""
+        unique = sorted(set(terms))
+        snapshot = not self.db.in_transaction
+        if snapshot:
+            self.db.execute("BEGIN")
+        try:
+            count, _ = self._collection(self._keyword_cache(), cjk)
+            if not unique or not count:
+                return dict.fromkeys(unique, 0), count
+            found = packed_postings.postings(self.db, unique, self._field_columns())
+            return {t: len(found[t]) if t in found else 0 for t in unique}, count
+        finally:
+            if snapshot:
+                self.db.execute("COMMIT")
+
+    def idf(self, terms: list[str], cjk: bool | None = None) -> dict[str, float]:
+        """BM25's idf of each term over the indexed chunks (a term no chunk holds: the most)."""
+        counts, count = self.frequencies(terms, cjk)
+        return {t: self._idf(n, max(count, 1)) for t, n in counts.items()}
+
     def packing_due(self) -> bool:
         """Whether the common terms' postings should be packed (again): see packed_postings."""
         return not self.read_only and packed_postings.due(self.db)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import embedding_models as models
+import identifiers
 import notes
 import query_translation
 import vault
@@ -70,6 +71,10 @@ WINDOW_MARGIN = 0.02
 # best cosine runs higher, hence the larger margin (0.02 gained less on every set).
 CJK_WINDOWS = True
 CJK_WINDOW_MARGIN = 0.06
+# A query's rare identifier-shaped words (identifiers.py) put the chunks that hold them
+# word for word first: made-up and real identifier lookups (bench/identifiers_bench.py,
+# BENCHMARKS.md "Exact identifiers").
+EXACT_IDENTIFIERS = True
 # Embeds of embeds are followed this deep (A shows B's section, which shows C's...); a
 # cycle (A embeds B embeds A) ends sooner, at the first note already listed.
 EMBED_DEPTH = 3
@@ -233,9 +238,10 @@ def search(
         keyword = [(c, v) for c, v in keyword if c in known and filters.allows(known[c].metadata)]
     if WINDOWS and dense_by == embedder.id and not is_cjk_query(query) and vector is not None:
         dense = _with_windows(dense, keyword, vector, embedder.id, manifest, pool)
+    held = _holding(query, store, manifest, known, filters if filtered else None)
     if mode == "keyword":
         best = keyword[0][1] if keyword else 1.0
-        scored = [(c, v / best) for c, v in keyword]
+        scored = _identifiers_first([(c, v / best) for c, v in keyword], held)
         hits = _hits(_fetch(store, manifest, known, scored, k), k)
         return _ranked(_located(hits, manifest), mode)
     alpha = dense_share(query, dense_by)
@@ -255,8 +261,51 @@ def search(
         ((c, v / top) for c, v in fused.items()),
         key=lambda item: (-item[1], -by_keyword.get(item[0], 0.0)),
     )
+    ranked = _identifiers_first(ranked, held)
     hits = _hits(_fetch(store, manifest, known, ranked, k), k)
     return _ranked(_located(hits, manifest), "hybrid")
+
+
+def _holding(
+    query: str,
+    store: Store,
+    manifest: Manifest,
+    known: dict[str, Stored],
+    filters: Filters | None,
+) -> dict[str, int]:
+    """Chunk id -> how many of the query's rare identifiers (identifiers.py) it holds
+    word for word; only chunks the filters allow."""
+    if not EXACT_IDENTIFIERS:
+        return {}
+    wanted = identifiers.identifiers(query)
+    if not wanted:
+        return {}
+    counts, total = manifest.frequencies(wanted)
+    limit = identifiers.rare_limit(total)
+    held: dict[str, int] = {}
+    for term, n in counts.items():
+        if 0 < n <= limit:
+            for chunk, _ in manifest.keyword([term], n):
+                held[chunk] = held.get(chunk, 0) + 1
+    if filters is not None and held:
+        missing = [c for c in held if c not in known]
+        known.update((s.id, s) for s in _stored(store, manifest, missing))
+        held = {c: n for c, n in held.items() if c in known and filters.allows(known[c].metadata)}
+    return held
+
+
+def _identifiers_first(
+    ranked: list[tuple[str, float]], held: dict[str, int]
+) -> list[tuple[str, float]]:
+    """The ranking with the chunks that hold more of the query's rare identifiers first,
+    each group in its own order; held chunks neither retriever returned join at the end
+    of their group with score 0."""
+    if not held:
+        return ranked
+    present = {c for c, _ in ranked}
+    whole = ranked + [(c, 0.0) for c in held if c not in present]
+    order = {c: i for i, (c, _) in enumerate(whole)}
+    return sorted(whole, key=lambda item: (-held.get(item[0], 0), order[item[0]]))
 
 
 def _english_share(dense: list[tuple[str, float]], manifest: Manifest) -> float:

@@ -1,0 +1,107 @@
+"""Exact identifiers: is the one chunk holding a looked-up identifier ranked first?
+
+    python bench/identifiers_bench.py            # made-up and real identifiers
+    python bench/identifiers_bench.py --off      # the same with retriever.EXACT_IDENTIFIERS off
+
+Two sets over a copy of ../shared/data/obsidian-dev-docs/en (the copy is made once under
+--work and reused):
+- made-up: `quokka{i}marmalade` appended, in one sentence, to each of the 30 longest
+  notes, so 30 chunks hold look-alike sentences; the query is "quokka{i}marmalade rule".
+- real: 30 identifier-shaped words of the vault (identifiers.py) that one to three chunks
+  hold, chosen evenly through the sorted list; the query is the word as written plus
+  "usage".
+A lookup counts when the first hit holds the identifier (word for word, any case, in
+its text, heading or title, as the keyword index reads it);
+printed per set: first, in the top 3, and the misses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import identifiers  # noqa: E402
+import retriever  # noqa: E402
+from pipeline import Index  # noqa: E402
+from settings import load_settings  # noqa: E402
+
+VAULT = ROOT.parent / "shared" / "data" / "obsidian-dev-docs" / "en"
+MADE_UP = 30
+REAL = 30
+
+
+def prepare(work: Path) -> Path:
+    folder = work / "vault"
+    if folder.is_dir():
+        return folder
+    shutil.copytree(VAULT, folder)
+    notes = sorted(folder.rglob("*.md"), key=lambda p: (-p.stat().st_size, str(p)))[:MADE_UP]
+    for i, note in enumerate(notes):
+        with note.open("a", encoding="utf-8") as f:
+            f.write(f"\n\nThe quokka{i}marmalade rule applies to everything in this note.\n")
+    return folder
+
+
+def real_identifiers(index: Index) -> list[tuple[str, str]]:
+    """(word as written, its term) for identifier-shaped words one to three chunks hold."""
+    seen: dict[str, str] = {}
+    rows = index.manifest.db.execute("SELECT text FROM chunks").fetchall()
+    for (text,) in rows:
+        for match in re.finditer(r"[A-Za-z][\w.\-/]*[\w]", text):
+            word = match.group()
+            found = identifiers.identifiers(word)
+            if len(found) == 1 and found[0] not in seen.values() and word.isascii():
+                seen.setdefault(word, found[0])
+    counts, _ = index.manifest.frequencies(list(seen.values()))
+    rare = sorted((w, t) for w, t in seen.items() if 1 <= counts.get(t, 0) <= 3)
+    step = max(1, len(rare) // REAL)
+    return rare[::step][:REAL]
+
+
+def score(index: Index, lookups: list[tuple[str, str]], label: str) -> None:
+    first = top3 = 0
+    misses = []
+    for query, term in lookups:
+        hits = index.search(query, 5)
+        holders = {c for c, _ in index.manifest.keyword([term], 50)}  # text, heading, title
+        held = [h.chunk_id in holders for h in hits]
+        first += bool(held and held[0])
+        top3 += any(held[:3])
+        if not (held and held[0]):
+            misses.append(f"{query!r} -> {hits[0].source if hits else 'nothing'}")
+    n = len(lookups)
+    print(f"| {label} | {n} | {first / n:.3f} | {top3 / n:.3f} |", flush=True)
+    for miss in misses:
+        print(f"  miss: {miss}", file=sys.stderr)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--work", type=Path, default=Path("/tmp/askmd-identifiers"))
+    parser.add_argument("--off", action="store_true", help="without identifiers first")
+    args = parser.parse_args()
+    retriever.EXACT_IDENTIFIERS = not args.off
+    folder = prepare(args.work)
+    settings = load_settings(
+        environ={},
+        dotenv_path=None,
+        overrides={"knowledge_dir": folder, "index_dir": args.work / "index"},
+    )
+    index = Index(settings)
+    index.sync()
+    made_up = [(f"quokka{i}marmalade rule", f"quokka{i}marmalade") for i in range(MADE_UP)]
+    real = [(f"{word} usage", term) for word, term in real_identifiers(index)]
+    print("| set | lookups | holding chunk first | in the top 3 |")
+    print("| --- | ---: | ---: | ---: |")
+    score(index, made_up, "made-up (quokka{i}marmalade)")
+    score(index, real, "real (the vault's rare identifiers)")
+
+
+if __name__ == "__main__":
+    main()
