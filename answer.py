@@ -15,7 +15,7 @@ import time
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Generator, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from chunker import pages_label
@@ -25,6 +25,7 @@ from terms import content_terms, has_cjk
 
 if TYPE_CHECKING:
     from chat import Chat
+    from grounding import Grounding
     from retriever import Hit
 
 SYSTEM_PROMPT = """\
@@ -53,6 +54,11 @@ ENABLE_GENERATION = (
     "(http://localhost:11434/v1), or ASKMD_LOCAL_MODEL to a .gguf file."
 )
 NOTHING_FOUND = "Nothing in your notes matches this question."
+# Said instead of an answer when the passages found do not answer the question
+# (grounding.judge), in the question's language; the nearest passages follow as pointers.
+DECLINED = "Your notes don't seem to answer this."
+DECLINED_ZH = "你的笔记里似乎没有这个问题的答案。"
+NEAREST = 3  # passages shown as pointers under a declined answer
 MAX_TURNS = 6  # earlier exchanges a follow-up rewrite may look back on
 FRAGMENT_CHARS = 240
 # The longest question or query any interface accepts (the API refuses a longer one), and
@@ -82,6 +88,9 @@ class Reference:
     text: str  # the quoted fragment: a verbatim piece of the passage
     page_start: int | None = None  # 1-based, for paged formats (PDF); else None
     page_end: int | None = None
+    # False: the answer cites this passage for a sentence it does not say (checked after
+    # an LLM's reply); None: not checked (an extractive answer quotes the passage itself)
+    supported: bool | None = None
 
     def to_json(self) -> dict:
         return {
@@ -93,7 +102,18 @@ class Reference:
             "page_start": self.page_start,
             "page_end": self.page_end,
             "text": self.text,
+            "supported": self.supported,
         }
+
+
+def pointer(hit: Hit) -> dict:
+    """Where a passage is, without quoting it: what a declined answer points to."""
+    return {
+        "source": hit.source,
+        "heading_chain": hit.heading_chain,
+        "line_start": hit.line_start,
+        "line_end": hit.line_end,
+    }
 
 
 @dataclass
@@ -112,6 +132,13 @@ class Answer:
     llm_error: str | None = None  # why the LLM gave no answer, when it failed: then extractive
     retriever: str = "hybrid"  # what ranked the passages: "keyword" while vectors are stored
     cancelled: bool = False  # Ctrl-C while it streamed: `text` is what had come, checked
+    # Whether the notes answer the question (grounding.judge, or the LLM saying they do
+    # not). When False, `text` says so, nothing is cited, and `nearest` points at the
+    # closest passages.
+    answered: bool = True
+    confidence: float | None = None  # the judgement's confidence, 0..1; None: not judged
+    nearest: list[Hit] = field(default_factory=list)
+    unsupported_citations: list[int] = field(default_factory=list)  # cited, not supported
 
     def to_json(self) -> dict:
         return {
@@ -127,6 +154,10 @@ class Answer:
             "query": self.query,
             "llm_error": self.llm_error,
             "retriever": self.retriever,
+            "answered": self.answered,
+            "confidence": None if self.confidence is None else round(self.confidence, 3),
+            "nearest": [pointer(h) for h in self.nearest],
+            "unsupported_citations": self.unsupported_citations,
         }
 
 
@@ -140,8 +171,17 @@ def ask(
     chat: Chat | None,
     show: Callable[[Generator[str, None, None]], str] | None = None,
     rerank: Callable[[str, list[Hit]], list[Hit]] | None = None,
+    ground: Grounding | None = None,
 ) -> Answer:
-    """Rewrite, retrieve, (rerank), generate (or extract), check. `show` displays the stream.
+    """Rewrite, retrieve, (rerank), judge, generate (or extract), check. `show` displays
+    the stream.
+
+    `ground`, when given, first judges whether the passages answer the question at all
+    (grounding.judge): when they do not, the answer says so and points at the nearest
+    passages, and the model is not asked (a model shown unrelated passages tends to make
+    an answer of them, and the user would wait for it). It also picks the extractive
+    answer's sentences by meaning and checks that each sentence of a model's answer is
+    supported by the passage it cites.
 
     `rerank`, when given, reorders the passages found for the query searched and keeps
     the ones to answer from; its time is rerank_ms, apart from retrieval and generation.
@@ -176,15 +216,26 @@ def ask(
     result = Answer(question, query, "llm" if chat else "extractive", hits=hits)
     result.retrieval_ms = sum(searched_ms)
     result.rerank_ms = reranked_ms
+    verdict = ground.judge(query, hits) if ground is not None and hits else None
+    if verdict is not None:
+        result.confidence = verdict.confidence
     if not hits:
-        result.text = NOTHING_FOUND
+        result.text, result.answered = NOTHING_FOUND, False
+    elif verdict is not None and not verdict.answered:
+        decline(result)
     elif chat is not None:
         try:
             _generate(result, chat, show)
         except LLMFailed as exc:  # keep what was retrieved: the notes' own sentences
             llm_error, result.mode = first_line(exc), "extractive"
-    if hits and result.mode == "extractive":
-        result.text, result.references = extractive(query, hits)
+        else:
+            if says_unanswered(result.text):
+                decline(result, keep_text=True)
+            elif ground is not None and not result.cancelled:
+                check_support(result, ground)
+    if hits and result.answered and result.mode == "extractive":
+        meaning = verdict.sentences if verdict is not None else None
+        result.text, result.references = extractive(query, hits, meaning=meaning)
         result.citations = [r.n for r in result.references]
         result.invalid_citations = []
     result.llm_error = llm_error
@@ -217,6 +268,56 @@ def _generate(result: Answer, chat: Chat, show: Callable | None) -> None:
     result.text = checked.text
     result.citations, result.invalid_citations = checked.cited, checked.invalid
     result.references = references(checked.text, checked.cited, result.hits)
+
+
+def decline(result: Answer, keep_text: bool = False) -> None:
+    """The notes do not answer: say so (or keep the model's own words saying it), cite
+    nothing, and point at the nearest passages instead."""
+    if not keep_text:
+        result.text = DECLINED_ZH if has_cjk(result.question) else DECLINED
+    result.answered = False
+    result.citations, result.references, result.unsupported_citations = [], [], []
+    result.nearest = result.hits[:NEAREST]
+
+
+# A model's reply that says the sources do not hold the answer, in its first sentence
+# ("The notes don't mention…", "I couldn't find…", "笔记中没有提到…").
+_UNANSWERED = re.compile(
+    r"\b(?:notes?|sources?|passages?|context|documents?|texts?|information provided)\b"
+    r"[^.!?\n]{0,80}?\b(?:do(?:es)?\s+not|don[’']t|doesn[’']t|never|fails? to)\s+"
+    r"(?:\w+\s+){0,2}?(?:say|mention|contain|include|cover|provide|specify|answer|address|"
+    r"discuss|state|describe|give|explain|tell)"
+    r"|\bno\s+(?:information|mention|details?|answer)\b"
+    r"|\b(?:cannot|can[’']t|could\s+not|couldn[’']t|unable\s+to)\s+(?:find|answer|determine|tell)"
+    r"|\bnot\s+(?:mentioned|covered|specified|found|stated|included|described)\s+in\b"
+    r"|(?:没有|并未|未|不曾)(?:提到|提及|说明|涉及|包含|给出|记录|相关|找到|回答)"
+    r"|无法(?:回答|确定|找到|得知)|不包含",
+    re.IGNORECASE,
+)
+
+
+def says_unanswered(reply: str) -> bool:
+    """Whether a model's reply is the notes-do-not-say answer: its first sentence says
+    so. A reply that answers and only adds what the notes leave out says it later."""
+    first = next(iter(_SENTENCE.findall(_CITATION.sub(" ", reply).strip())), "")
+    return bool(_UNANSWERED.search(first))
+
+
+def check_support(result: Answer, ground: Grounding) -> None:
+    """Each sentence of the answer that cites [n], checked against passage n: a citation
+    the passage does not support is listed in `unsupported_citations` and its reference
+    says so. The sentence itself stays: the reader decides, told what was checked."""
+    unsupported: list[int] = []
+    for n, claims in claims_by_source(result.text, result.citations).items():
+        hit = result.hits[n - 1]
+        for claim in dict.fromkeys(claims):
+            if ground.supported(claim, hit) < SUPPORTED and n not in unsupported:
+                unsupported.append(n)
+    result.unsupported_citations = unsupported
+    result.references = [replace(r, supported=r.n not in unsupported) for r in result.references]
+
+
+SUPPORTED = 0.5  # grounding.supported below this: the passage does not say it
 
 
 def _recorded(pieces: Iterable[str], into: list[str]) -> Generator[str, None, None]:
@@ -563,16 +664,25 @@ def _best_fragment(hit: Hit, about: str) -> str:
     return _trim(found[best])
 
 
+def claims_by_source(text: str, cited: list[int]) -> dict[int, list[str]]:
+    """For each cited number, the sentences of the answer that cite it, without their
+    citations: a citation after a sentence of no words of its own ("Backups run at 2am.
+    [1]") is the previous sentence's."""
+    claims: dict[int, list[str]] = {n: [] for n in cited}
+    said = ""
+    for sentence in _SENTENCE.findall(text):
+        words = _CITATION.sub(" ", sentence)
+        if content_terms(words):
+            said = " ".join(_LIST_MARK.sub("", words).split())
+        for n in _numbers(sentence):
+            if n in claims and said:
+                claims[n].append(said)
+    return claims
+
+
 def references(text: str, cited: list[int], hits: list[Hit]) -> list[Reference]:
     """The cited passages in citation order, each with the fragment its claims rest on."""
-    claims: dict[int, list[str]] = {n: [] for n in cited}
-    said = ""  # the last sentence with words: "Backups run at 2am. [1]" cites it
-    for sentence in _SENTENCE.findall(text):
-        if content_terms(_CITATION.sub(" ", sentence)):
-            said = sentence
-        for n in _numbers(sentence):
-            if n in claims:
-                claims[n].append(said if said is not sentence else sentence)
+    claims = claims_by_source(text, cited)
     out = []
     for n in cited:
         hit = hits[n - 1]
@@ -595,7 +705,12 @@ def references(text: str, cited: list[int], hits: list[Hit]) -> list[Reference]:
 # --- the extractive answer -------------------------------------------------------------
 
 
-def extractive(query: str, hits: list[Hit], max_sentences: int = 3) -> tuple[str, list[Reference]]:
+def extractive(
+    query: str,
+    hits: list[Hit],
+    max_sentences: int = 3,
+    meaning: dict[str, float] | None = None,
+) -> tuple[str, list[Reference]]:
     """The sentences of the top passages that best match the query, each cited.
 
     A sentence is scored by how much of the query's (idf-weighted) terms it holds, read
@@ -624,8 +739,10 @@ def extractive(query: str, hits: list[Hit], max_sentences: int = 3) -> tuple[str
     scores = []
     for _, sentence, bonus, weights in candidates:
         overlap = _overlap(want, weights, idf)
+        near = _meaning(meaning, sentence)
         # a question (a FAQ's) restates what was asked; it answers nothing
-        scores.append(overlap + bonus if overlap > 0 and not _QUESTION.search(sentence) else 0.0)
+        relevant = (overlap > 0 or near > 0) and not _QUESTION.search(sentence)
+        scores.append(LEXICAL * overlap + near + bonus if relevant else 0.0)
     ranked = sorted((i for i in range(len(candidates)) if scores[i] > 0), key=lambda i: -scores[i])
     chosen: list[int] = []
     per_hit: Counter[int] = Counter()
@@ -672,6 +789,22 @@ def extractive(query: str, hits: list[Hit], max_sentences: int = 3) -> tuple[str
                 )  # fmt: skip
             )
     return "\n".join(lines), refs
+
+
+# A sentence's score: LEXICAL x its idf-weighted share of the question's words, plus how
+# far its cosine with the question (grounding: the model that reads the question's
+# language) passes MEANING_FLOOR, times MEANING. Paraphrased questions share few words
+# with the sentence that answers them; measured with eval --answers (BENCHMARKS.md,
+# "Extractive answers by meaning").
+LEXICAL = 1.0
+MEANING = 1.0
+MEANING_FLOOR = 0.2
+
+
+def _meaning(meaning: dict[str, float] | None, sentence: str) -> float:
+    if not meaning or sentence not in meaning:
+        return 0.0
+    return MEANING * max(0.0, meaning[sentence] - MEANING_FLOOR)
 
 
 # The chosen sentences are shown in the order of their passages (the search's ranking,

@@ -337,6 +337,57 @@ def show_eval(report, verbose: bool = False) -> None:
             )
 
 
+def show_answers_eval(report, verbose: bool = False) -> None:
+    """The answers' figures, overall and per language; with --verbose each question."""
+    from rich.table import Table
+
+    found = report.to_json()
+    groups = [("all", found), *found.get("by_lang", {}).items()]
+    table = Table(box=None, pad_edge=False)
+    for name in (
+        "",
+        "questions",
+        "declined unanswerable",
+        "declined answerable",
+        "gold recall",
+        "top chunk recall",
+        "answer chars",
+        "top chunk chars",
+    ):
+        table.add_column(name, justify="left" if not name else "right")  # fmt: skip
+    for name, g in groups:
+        table.add_row(
+            name,
+            str(g["questions"]),
+            _share(g["declined_unanswerable"], g["unanswerable"]),
+            _share(g["declined_answerable"], g["answerable"]),
+            _figure(g["gold_recall"]),
+            _figure(g["top_chunk_recall"]),
+            _figure(g["answer_chars"], "{:.0f}"),
+            _figure(g["top_chunk_chars"], "{:.0f}"),
+        )
+    out.print(table)
+    out.print(f"[dim]time per question p50 {found['ms_p50'] or 0:.0f} ms[/]")
+    if verbose:
+        for a in found["asked"]:
+            said = "answered" if a["answered"] else "declined"
+            wrong = a["answered"] == a["unanswerable"]
+            out.print(
+                f"{'[yellow]' if wrong else ''}{escape(clean(a['id']))}: {said}"
+                f"{'[/]' if wrong else ''} (confidence {_figure(a['confidence'])}"
+                f", gold recall {_figure(a['gold_recall'])})",
+                soft_wrap=True,
+            )
+
+
+def _share(value: float | None, count: int) -> str:
+    return "–" if value is None else f"{value:.3f} of {count}"
+
+
+def _figure(value: float | None, form: str = "{:.3f}") -> str:
+    return "–" if value is None else form.format(value)
+
+
 def status(message: str):
     """A spinner on a terminal while something slow happens; nothing when piped."""
     if err.is_terminal:
@@ -543,8 +594,14 @@ def show_answer(answer: Answer, hint: bool = True) -> None:
             f"the answer cited {shown}, but there {'was' if count == 1 else 'were'} only "
             f"{count} source{'' if count == 1 else 's'}; removed"
         )
+    if not answer.answered:
+        show_nearest(answer.nearest)
+        return
     if answer.mode == "llm" and answer.hits and not answer.citations:
         warning("the answer cites none of the sources; check it against them (/sources)")
+    if answer.unsupported_citations:
+        shown = ", ".join(f"[{n}]" for n in answer.unsupported_citations)
+        warning(f"the answer cites {shown} for what the passage does not say; check it")
     show_references(answer.references)
     if hint and answer.mode == "extractive" and not answer.llm_error:
         from answer import ENABLE_GENERATION
@@ -565,8 +622,12 @@ def _lines(where) -> tuple[str, str]:
     return (f" (lines {where.line_start}–{where.line_end})", "green")
 
 
+UNSUPPORTED = "(this passage does not say this)"
+
+
 def show_references(references: list[Reference]) -> None:
-    """`[n] path › heading chain (lines a–b)` and the quoted fragment, in citation order."""
+    """`[n] path › heading chain (lines a–b)` and the quoted fragment, in citation order;
+    a passage cited for what it does not say is marked so."""
     if not references:
         return
     out.print()
@@ -579,10 +640,32 @@ def show_references(references: list[Reference]) -> None:
                 (_pages(ref.page_start, ref.page_end), "green"),
                 clean(chain),
                 _lines(ref),
+                (f" {UNSUPPORTED}", "yellow") if ref.supported is False else "",
             ),
             soft_wrap=True,
         )
         out.print(Text(f'    "{clean(ref.text)}"', style="dim"), soft_wrap=True)
+
+
+def show_nearest(hits) -> None:
+    """Where the closest passages are, as pointers, not citations: a declined answer's."""
+    if not hits:
+        return
+    out.print()
+    out.print("[dim]Closest in your notes:[/]")
+    for hit in hits:
+        chain = f" › {hit.heading_chain}" if hit.heading_chain else ""
+        out.print(
+            Text.assemble(
+                "  ",
+                (clean(hit.source), "bold"),
+                (_pages(hit.page_start, hit.page_end), "green"),
+                clean(chain),
+                _lines(hit),
+                style="dim",
+            ),
+            soft_wrap=True,
+        )
 
 
 def cancelled() -> None:

@@ -97,6 +97,14 @@ class ReferenceJson(TypedDict):
     line_start: int
     line_end: int
     text: str
+    supported: bool | None  # False: the answer cites this passage for what it does not say
+
+
+class PointerJson(TypedDict):
+    source: str
+    heading_chain: str
+    line_start: int
+    line_end: int
 
 
 @with_config(OPEN)
@@ -113,6 +121,10 @@ class AskResult(TypedDict):
     query: str
     llm_error: str | None
     retriever: str
+    answered: bool  # False: the notes don't answer it; nothing is cited, `nearest` points
+    confidence: float | None
+    nearest: list[PointerJson]
+    unsupported_citations: list[int]
 
 
 class NoteText(TypedDict):
@@ -315,6 +327,9 @@ class Notes:
         passages and a reference for each (file, heading chain, lines, the quoted
         fragment). `mode` is "llm" when a model wrote it, "extractive" when it quotes the
         notes' own sentences (no LLM configured, or it failed: `llm_error` says why).
+        `answered` is false when the notes don't answer the question: then nothing is
+        cited and `nearest` points at the closest passages. `unsupported_citations` lists
+        the passages a model's answer cites for what they do not say.
         `tags` answers only from passages carrying every tag given."""
         with refusals():
             if not question.strip():

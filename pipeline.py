@@ -27,6 +27,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 import answer
+import grounding
 import index_home
 import indexer
 import manifest as manifest_file
@@ -527,9 +528,20 @@ class Index:
             self.chat,
             show=stream if show else None,
             rerank=reorder if reranker else None,
+            ground=self.grounding(),
         )
         result.retriever = ranked_by[0]
         return result
+
+    def grounding(self) -> grounding.Grounding:
+        """What judges whether passages answer a question, over this index."""
+
+        def idf(terms: list[str], cjk: bool | None) -> dict[str, float]:
+            with self.lock.reading():
+                return self.manifest.idf(terms, cjk)
+
+        english, multilingual = grounding.local_models(self.embedder)
+        return grounding.Grounding(english, multilingual, idf, self.settings.min_confidence)
 
     def stats(self) -> dict:
         stats = {

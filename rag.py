@@ -162,7 +162,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     if args.files is not None and not 1 <= args.files <= 100:
         raise AskmdError(f"-k {args.files}: rank between 1 and 100 files per query")
     skipped: list[int] = []
-    queries = evaluate.read_queries(Path(args.queries), skipped)
+    queries = evaluate.read_queries(Path(args.queries), skipped, answers=args.answers)
     if skipped:
         lines = ", ".join(str(n) for n in skipped[:5]) + (" …" if len(skipped) > 5 else "")
         console.warning(f"{args.queries}: skipped {len(skipped)} empty queries (line {lines})")
@@ -172,6 +172,14 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         report = index.sync_to_read(progress, warn=console.warning)
     if not args.json:
         show_sync(index, report)
+    if args.answers:
+        k = settings.top_k
+        answered = evaluate.evaluate_answers(queries, lambda q: index.ask(q, [], k))
+        if args.json:
+            console.print_json(answered.to_json())
+        else:
+            console.show_answers_eval(answered, verbose=args.verbose)
+        return 0
     unknown = evaluate.unknown_paths(queries, set(index.manifest.files()))
     if unknown:
         shown = ", ".join(unknown[:3]) + (" …" if len(unknown) > 3 else "")
@@ -563,6 +571,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=retriever.MODES,
         default="hybrid",
         help="hybrid (default), dense or keyword only: to compare them",
+    )
+    evaluation.add_argument(
+        "--answers",
+        action="store_true",
+        help='score answers: lines with "answers": [gold text] or "unanswerable": true '
+        "(declined share, gold recall)",
     )
     evaluation.add_argument("--verbose", action="store_true", help="list the misses")
     evaluation.add_argument("--json", action="store_true", help="print JSON")

@@ -53,6 +53,7 @@ class Settings:
     # per knowledge folder (see index_home.default_collection). Always set once it exists.
     collection: str = ""
     top_k: int = 5
+    min_confidence: float = 0.5  # below it, the notes are judged not to answer (grounding.py)
     openai_api_key: str = field(default="", repr=False)
     openai_base_url: str = ""
     llm_model: str = ""
@@ -151,6 +152,11 @@ DOCS: dict[str, tuple[str, str]] = {
         "(<folder name>-<hash of its path>)",
     ),
     "top_k": ("ASKMD_TOP_K", "how many chunks a search returns"),
+    "min_confidence": (
+        "ASKMD_MIN_CONFIDENCE",
+        "0 to 1: below it an answer says the notes don't answer the question (0: never; "
+        "eval --answers shows each question's confidence)",
+    ),
     "openai_api_key": ("OPENAI_API_KEY", "API key for the LLM and the openai embedding backend"),
     "openai_base_url": (
         "OPENAI_BASE_URL",
@@ -257,6 +263,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "chroma_url": _text,
     "collection": _text,
     "top_k": _whole,
+    "min_confidence": _number,
     "openai_api_key": _text,
     "openai_base_url": _text,
     "chunk_size": _whole,
@@ -383,6 +390,8 @@ def _validate(s: Settings, origin: dict[str, str], need_knowledge_dir: bool) -> 
             f"{where('embed_concurrency')}: batches in flight must be between 1 and 64 "
             "(0 = automatic)"
         )
+    if not 0.0 <= s.min_confidence <= 1.0:
+        problems.append(f"{where('min_confidence')}: the confidence must be between 0 and 1")
     if not 1 <= s.top_k <= 200:
         problems.append(f"{where('top_k')}: top-k must be between 1 and 200")
     if s.chroma_url and not re.match(r"^https?://[^/:]+(:\d+)?/?$", s.chroma_url):

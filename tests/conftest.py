@@ -89,6 +89,10 @@ ASK_JSON_FIELDS = [
     "query",
     "llm_error",
     "retriever",
+    "answered",
+    "confidence",
+    "nearest",
+    "unsupported_citations",
 ]
 
 

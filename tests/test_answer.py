@@ -236,6 +236,7 @@ def test_reference_to_json_keys() -> None:
         "page_start": None,
         "page_end": None,
         "text": "Quoted.",
+        "supported": None,
     }
     paged = Reference(1, "m.pdf", "A", 3, 8, "Quoted.", page_start=12, page_end=13)
     assert (paged.to_json()["page_start"], paged.to_json()["page_end"]) == (12, 13)

@@ -398,7 +398,7 @@ def assert_references_are_real(data: dict, kb: Path, request: Request) -> None:
     for ref in data["references"]:
         assert set(ref) == {
             "n", "source", "heading_chain", "line_start", "line_end", "page_start", "page_end",
-            "text",
+            "text", "supported",
         }  # fmt: skip
         assert label(ref) == sources[ref["n"]][0]
         on_disk = (kb / ref["source"]).read_text(encoding="utf-8")
@@ -513,10 +513,10 @@ def test_ask_prints_the_checked_answer_and_the_references(
 
 
 def test_ask_warns_when_the_answer_cites_nothing(run_rag, kb: Path, server: OpenAIServer) -> None:
-    reply_with(server, "The notes do not say.")
-    result = run_rag(*where(kb), "ask", "Who wrote them?", *K, **llm_env(server))
+    reply_with(server, "The API uses port 8420.")
+    result = run_rag(*where(kb), "ask", "Which port does the API use?", *K, **llm_env(server))
     assert result.returncode == 0, result.stderr
-    assert result.stdout == "The notes do not say.\n"
+    assert result.stdout == "The API uses port 8420.\n"
     assert result.stderr.splitlines()[1:] == [
         "warning: the answer cites none of the sources; check it against them (/sources)"
     ]

@@ -1,0 +1,118 @@
+"""Score answers, not only retrieval: declined questions and gold recall, EN and ZH.
+
+    python bench/answers_bench.py                       # every set of bench/answers
+    python bench/answers_bench.py --dump features.jsonl # and each question's measures
+
+Indexes each knowledge folder once under --index-root (reused by later runs), asks every
+question of the sets in bench/answers (see its README) as `rag.py ask` does, without an
+LLM, and prints one row per set: the share of unanswerable questions declined, of
+answerable ones declined, the answer's gold recall beside the top chunk's, and their
+lengths (`rag.py eval --answers` gives the same figures for one file). --dump writes the
+judgement's inputs per question (similarity, coverage, model), to calibrate grounding.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import evaluate  # noqa: E402
+from pipeline import Index  # noqa: E402
+from settings import load_settings  # noqa: E402
+
+SETS_DIR = ROOT / "bench" / "answers"
+DATA = ROOT.parent / "shared" / "data"
+SETS = (  # (file in bench/answers, knowledge folder under the data folder)
+    ("obsidian-en.jsonl", "obsidian-dev-docs/en"),
+    ("obsidian-zh.jsonl", "obsidian-dev-docs/en"),
+    ("obsidian-unanswerable.jsonl", "obsidian-dev-docs/en"),
+    ("tldr-zh.jsonl", "tldr/pages.zh"),
+    ("tldr-zh-unanswerable.jsonl", "tldr/pages.zh"),
+)
+
+
+def open_index(folder: str, index_root: Path, environ: dict[str, str]) -> Index:
+    settings = load_settings(
+        environ=environ,
+        dotenv_path=None,
+        overrides={
+            "knowledge_dir": DATA / folder,
+            "index_dir": index_root / folder.replace("/", "-"),
+        },
+    )
+    index = Index(settings)
+    index.sync()
+    return index
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--index-root", type=Path, default=Path("/tmp/askmd-bench"))
+    parser.add_argument("--dump", type=Path, help="write each question's measures here")
+    parser.add_argument("--only", help="run the sets whose file name contains this")
+    parser.add_argument(
+        "--setting", action="append", default=[], help="NAME=VALUE, e.g. ASKMD_TOP_K=5"
+    )
+    args = parser.parse_args()
+    environ = dict(s.split("=", 1) for s in args.setting)
+    indexes: dict[str, Index] = {}
+    dumped = args.dump.open("w", encoding="utf-8") if args.dump else None
+    everything = evaluate.AnswerReport()
+    print("| set | questions | declined unanswerable | declined answerable | gold recall "
+          "| top chunk recall | answer chars | top chunk chars | ms p50 |")  # fmt: skip
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name, folder in SETS:
+        if args.only and args.only not in name:
+            continue
+        path = SETS_DIR / name
+        if not path.is_file():
+            continue
+        if folder not in indexes:
+            indexes[folder] = open_index(folder, args.index_root, environ)
+        index = indexes[folder]
+        queries = evaluate.read_queries(path, answers=True)
+        ground = index.grounding()
+        k = index.settings.top_k
+
+        def ask(question: str, index: Index = index, ground=ground, k: int = k, name: str = name):
+            result = index.ask(question, [], k)
+            if dumped is not None:
+                verdict = ground.judge(result.query, result.hits)
+                dumped.write(json.dumps({"set": name, "query": question, **verdict.to_json(),
+                                         "top": result.hits[0].source if result.hits else ""},
+                                        ensure_ascii=False) + "\n")  # fmt: skip
+            return result
+
+        report = evaluate.evaluate_answers(queries, ask)
+        for asked, q in zip(report.asked, queries, strict=True):
+            asked.id = f"{name}:{q.id}"
+        everything.asked += report.asked
+        _row(name, report.summary())
+        for lang in sorted({a.lang for a in report.asked if a.lang}):
+            _row(f"{name} ({lang})", report.summary([a for a in report.asked if a.lang == lang]))
+    for lang in sorted({a.lang for a in everything.asked if a.lang}):
+        _row(f"all ({lang})", everything.summary([a for a in everything.asked if a.lang == lang]))
+    if dumped is not None:
+        dumped.close()
+
+
+def _row(label: str, s: dict) -> None:
+    def f(value, form="{:.3f}"):
+        return "–" if value is None else form.format(value)
+
+    print(
+        f"| {label} | {s['questions']} | {f(s['declined_unanswerable'])} "
+        f"| {f(s['declined_answerable'])} | {f(s['gold_recall'])} | {f(s['top_chunk_recall'])} "
+        f"| {f(s['answer_chars'], '{:.0f}')} | {f(s['top_chunk_chars'], '{:.0f}')} "
+        f"| {f(s['ms_p50'], '{:.0f}')} |",
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,241 @@
+"""Whether passages say what a question asks, or what an answer claims.
+
+Search always finds *something*: the nearest passages to "What is the capital of
+Australia?" in a folder of plugin docs are still five passages. This module reads them
+again with absolute measures, not ranks: how close the question comes, in meaning, to a
+sentence or passage (cosine in the model that reads the question's language), and how
+much of the question's rarer words the passages hold. From these it decides whether the
+notes answer the question (`judge`), scores sentences for the extractive answer by
+meaning, and checks that a sentence citing [n] is supported by passage n (`supported`).
+
+It only reads: the embedder and the keyword statistics it is given. It never prints.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import embedding_models as models
+from query_translation import english_terms
+from terms import cjk_share, content_terms, has_cjk
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from embedder import Embedder
+    from retriever import Hit
+
+CJK_TEXT = 0.3  # share of CJK letters that makes a question or a passage Chinese/Japanese
+PASSAGES = 5  # the top passages read for the decision and the extractive answer
+MAX_SENTENCES = 80  # sentences embedded per question, best-ranked passages first
+SENTENCE_CHARS = 400  # a sentence is embedded from its start up to this many characters
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Where a model's cosines say "this answers": `low` is the best similarity an
+    unanswerable question usually reaches, `high` what an answerable one usually passes.
+    Confidence is 0.5 at their middle (see `confidence`)."""
+
+    low: float
+    high: float
+
+
+# Measured on answerable and unanswerable question sets (bench/answers, BENCHMARKS.md
+# "Declining"); ASKMD_MIN_CONFIDENCE moves the line.
+CALIBRATION = {
+    models.MINILM.id: Calibration(0.40, 0.55),
+    models.USE.id: Calibration(0.40, 0.55),
+}
+UNMEASURED = Calibration(0.40, 0.55)
+
+
+def local_models(embedder: Embedder) -> tuple[Callable[[], Embedder], Callable[[], Embedder]]:
+    """The English and the multilingual reader for an index embedded by `embedder`: its
+    own instances where it runs those models, else local ones loaded when first read."""
+    primary = getattr(embedder, "primary", embedder)
+    companion = getattr(embedder, "companion_id", None)
+
+    def english() -> Embedder:
+        return primary if primary.id == models.MINILM.id else _local(models.MINILM.name)
+
+    def multilingual() -> Embedder:
+        if primary.id == models.USE.id:
+            return primary
+        if companion == models.USE.id:
+            return embedder.companion()  # type: ignore[attr-defined]
+        return _local(models.USE.name)
+
+    return english, multilingual
+
+
+@functools.cache
+def _local(name: str) -> Embedder:
+    from embedder import make_embedder
+
+    return make_embedder("local", name)
+
+
+MIN_CONFIDENCE = 0.5
+
+
+@dataclass
+class Verdict:
+    """Whether the passages answer the question, and what that rests on."""
+
+    answered: bool
+    confidence: float  # 0..1; answered when >= the threshold
+    similarity: float  # the best cosine of the question with a sentence or a passage
+    coverage: float  # idf-weighted share of the question's words the best passage holds
+    model: str  # the embedder whose cosines were read
+    # each sentence of the top passages and its cosine with the question, for the
+    # extractive answer (which then needs no second look)
+    sentences: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {
+            "answered": self.answered,
+            "confidence": round(self.confidence, 3),
+            "similarity": round(self.similarity, 3),
+            "coverage": round(self.coverage, 3),
+            "model": self.model,
+        }
+
+
+class Grounding:
+    """The measures above over one index: the models that read English and CJK text, and
+    the index's keyword statistics (`idf(terms, cjk)`).
+
+    The models are always the local ones the calibration was measured with (MiniLM for
+    English, the multilingual USE for Chinese and Japanese), whatever embeds the index:
+    a server's model has cosines on a scale of its own, so a threshold measured on ours
+    would mean nothing there. Where the index embeds with them, the same instances serve.
+    """
+
+    def __init__(
+        self,
+        english: Callable[[], Embedder],
+        multilingual: Callable[[], Embedder] | None,
+        idf: Callable[[list[str], bool | None], dict[str, float]],
+        min_confidence: float = MIN_CONFIDENCE,
+        sentences: Callable[[str], list[str]] | None = None,
+    ) -> None:
+        self.english = english
+        self.multilingual = multilingual
+        self.idf = idf
+        self.min_confidence = min_confidence
+        if sentences is None:
+            from answer import sentences
+        self.split = sentences
+
+    # --- reading in the right model ---------------------------------------------------
+
+    def reader(self, question: str, texts: Sequence[str] = ()) -> Embedder:
+        """The model that reads this question and these texts: the multilingual one when
+        either is mostly CJK (an English-only model's vectors of Chinese text are noise)."""
+        cjk = cjk_share(question) >= CJK_TEXT or (
+            bool(texts) and sum(cjk_share(t) >= CJK_TEXT for t in texts) * 2 > len(texts)
+        )
+        if cjk and self.multilingual is not None:
+            return self.multilingual()
+        return self.english()
+
+    def cosines(self, question: str, texts: Sequence[str], model: Embedder) -> np.ndarray:
+        """The cosine of the question with each text (vectors are unit length)."""
+        import numpy as np
+
+        if not texts:
+            return np.zeros(0, dtype=np.float32)
+        asked = model.embed_queries([question])[0]
+        return model.embed([t[:SENTENCE_CHARS] for t in texts]) @ asked
+
+    # --- does it answer? --------------------------------------------------------------
+
+    def judge(self, question: str, hits: Sequence[Hit]) -> Verdict:
+        """Read the top passages against the question; see `confidence`."""
+        top = list(hits[:PASSAGES])
+        if not top:
+            return Verdict(False, 0.0, 0.0, 0.0, "")
+        found: list[str] = []
+        for hit in top:
+            for sentence in self.split(hit.text):
+                if sentence not in found:
+                    found.append(sentence)
+        found = found[:MAX_SENTENCES]
+        passages = [_headed(hit) for hit in top]
+        model = self.reader(question, [hit.text for hit in top])
+        scores = self.cosines(question, [*found, *passages], model)
+        by_sentence = {s: float(v) for s, v in zip(found, scores, strict=False)}
+        similarity = float(scores.max()) if len(scores) else 0.0
+        coverage = max(self.coverage(question, hit) for hit in top)
+        confidence = combined(similarity, coverage, CALIBRATION.get(model.id, UNMEASURED))
+        return Verdict(
+            confidence >= self.min_confidence,
+            confidence,
+            similarity,
+            coverage,
+            model.id,
+            by_sentence,
+        )
+
+    def coverage(self, question: str, hit: Hit) -> float:
+        """The idf-weighted share of the question's content words that a passage (with
+        its heading chain and file name) holds; a Chinese question's words count in
+        English too, for an English note."""
+        held = set(content_terms(f"{hit.source} {hit.heading_chain} {hit.text}"))
+        wanted = content_terms(question)
+        best = _share(wanted, held, self.idf(wanted, has_cjk(question) or None))
+        if has_cjk(question) and not has_cjk(hit.text):
+            english = english_terms(question)
+            best = max(best, _share(english, held, self.idf(english, False)))
+        return best
+
+    # --- is a claim supported? --------------------------------------------------------
+
+    def supported(self, claim: str, hit: Hit) -> float:
+        """How well passage `hit` supports one sentence of an answer, 0..1: its best
+        sentence's cosine with the claim, read against the model's calibration, together
+        with the share of the claim's words the passage holds (`combined`)."""
+        found = self.split(hit.text)[:MAX_SENTENCES] or [hit.text]
+        texts = [*found, _headed(hit)]
+        model = self.reader(claim, [hit.text])
+        similarity = float(self.cosines(claim, texts, model).max())
+        return combined(similarity, self.coverage(claim, hit), SUPPORT)
+
+
+# A claim is a statement, not a question: its cosine with the sentence it restates runs
+# higher than a question's with its answer. Measured on right and wrong citations built
+# from the answer sets (BENCHMARKS.md, "Citation check").
+SUPPORT = Calibration(0.45, 0.65)
+SUPPORTED = 0.5
+
+
+def combined(similarity: float, coverage: float, calibration: Calibration) -> float:
+    """One confidence, 0..1, from the two measures: the similarity placed on the model's
+    calibrated scale (0.5 at the middle of `low`..`high`), raised by the coverage of the
+    question's rare words when the meaning is near (an identifier or name the dense side
+    reads poorly), and never above what a passage with none of the question's words
+    could reach on meaning alone."""
+    middle = (calibration.low + calibration.high) / 2
+    spread = max(1e-6, (calibration.high - calibration.low) / 2)
+    meaning = 1 / (1 + math.exp(-3 * (similarity - middle) / spread))
+    words = coverage * (1 - meaning) * COVERAGE_WEIGHT
+    return max(0.0, min(1.0, meaning + words))
+
+
+COVERAGE_WEIGHT = 0.5
+
+
+def _share(wanted: list[str], held: set[str], idf: dict[str, float]) -> float:
+    unique = set(wanted)
+    total = sum(idf.get(t, 0.0) for t in unique)
+    return sum(idf.get(t, 0.0) for t in unique if t in held) / total if total else 0.0
+
+
+def _headed(hit: Hit) -> str:
+    """A passage as its chunk was embedded: the heading chain, then the text."""
+    return f"{hit.heading_chain}\n{hit.text}" if hit.heading_chain else hit.text

@@ -1,0 +1,284 @@
+"""Answers that know what the notes say: a question the notes do not answer is declined
+with pointers, the extractive answer quotes the sentence that answers by meaning, a rare
+identifier's chunk ranks first, and each citation of a model's answer is checked against
+its passage. With the real local models and a real index."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import answer
+import grounding
+from tests.conftest import ASK_JSON_FIELDS, synced_index, write_notes
+from tests.openai_server import OpenAIServer
+
+NOTES = {
+    "ops/ports.md": (
+        "# Ports\n\nThe API listens on port 8420.\n\n"
+        "## Metrics\n\nPrometheus scrapes the metrics endpoint on port 9420 every 15 seconds.\n"
+    ),
+    "ops/backups.md": (
+        "# Backups\n\nA snapshot of the database is taken every night at 02:00 and kept for "
+        "30 days.\n\nRestoring means stopping the API, then running `restore.sh` with the "
+        "snapshot's date.\n"
+    ),
+    "kitchen/bread.md": (
+        "# Sourdough\n\nFeed the starter daily with equal weights of flour and water.\n\n"
+        "Bake at 250 °C for twenty minutes with the lid on, then fifteen without.\n"
+    ),
+    "editor/settings.md": (
+        "# Editor settings\n\n"
+        "Choose how properties are displayed at the top of notes.\n\n"
+        "Display the header at the top of every tab.\n\n"
+        "To stop the YAML front matter from showing, go to Settings → Editor → Properties "
+        "in document and pick Hidden.\n\n"
+        "Line numbers can be shown in the gutter.\n"
+    ),
+    "zh/备份.md": "# 备份\n\n数据库每天凌晨两点做一次快照，保留三十天。\n",
+}
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory):
+    return synced_index(tmp_path_factory.mktemp("grounding"), NOTES)
+
+
+def ask(index, question: str):
+    return index.ask(question, [], 5)
+
+
+# --- declining -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is the capital of Australia?",
+        "Who won the football world cup in 1998?",
+        "How do I change the oil in my car?",
+    ],
+)
+def test_a_question_the_notes_do_not_answer_is_declined(index, question: str) -> None:
+    result = ask(index, question)
+
+    assert result.answered is False
+    assert result.text == answer.DECLINED
+    assert result.citations == [] and result.references == []
+    assert 1 <= len(result.nearest) <= answer.NEAREST
+    found = result.to_json()
+    assert found["answered"] is False and found["citations"] == []
+    for pointer in found["nearest"]:
+        assert set(pointer) == {"source", "heading_chain", "line_start", "line_end"}
+
+
+def test_a_chinese_question_the_notes_do_not_answer_is_declined_in_chinese(index) -> None:
+    result = ask(index, "澳大利亚的首都是哪座城市？")
+
+    assert result.answered is False
+    assert result.text == answer.DECLINED_ZH
+
+
+@pytest.mark.parametrize(
+    ("question", "source"),
+    [
+        ("Which port does the API listen on?", "ops/ports.md"),
+        ("How long are database snapshots kept?", "ops/backups.md"),
+        ("How hot should the oven be for sourdough?", "kitchen/bread.md"),
+        ("数据库快照保留多久？", "zh/备份.md"),
+    ],
+)
+def test_a_question_the_notes_answer_is_answered(index, question: str, source: str) -> None:
+    result = ask(index, question)
+
+    assert result.answered is True, result.confidence
+    assert result.references and result.references[0].source == source
+
+
+def test_the_threshold_is_a_setting(tmp_path: Path) -> None:
+    from pipeline import Index
+    from settings import load_settings
+
+    kb = write_notes(tmp_path / "kb", NOTES)
+    overrides = {"knowledge_dir": kb, "index_dir": tmp_path / "ix"}
+    index = Index(
+        load_settings(environ={"ASKMD_MIN_CONFIDENCE": "0"}, dotenv_path=None, overrides=overrides)
+    )
+    index.sync()
+
+    assert ask(index, "What is the capital of Australia?").answered is True
+
+
+def test_ask_json_of_a_declined_question(run_rag, tmp_path: Path) -> None:
+    kb = write_notes(tmp_path / "kb", NOTES)
+    result = run_rag("--knowledge", str(kb), "ask", "What is the capital of Australia?", "--json")
+
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert list(found) == ASK_JSON_FIELDS
+    assert found["answered"] is False
+    assert found["citations"] == [] and found["references"] == []
+    assert found["nearest"] and found["answer"] == answer.DECLINED
+    assert 0 <= found["confidence"] < 0.5
+
+    shown = run_rag("--knowledge", str(kb), "ask", "What is the capital of Australia?")
+    assert shown.returncode == 0
+    assert answer.DECLINED in shown.stdout
+    assert "Closest in your notes:" in shown.stdout and "[1]" not in shown.stdout
+
+
+# --- sentences by meaning ------------------------------------------------------------------
+
+
+def test_the_extractive_answer_quotes_the_sentence_that_answers_by_meaning(index) -> None:
+    result = ask(index, "Where is the option to hide the YAML metadata block?")
+
+    assert result.answered
+    assert "Settings → Editor → Properties in document" in result.text
+    assert "Settings → Editor → Properties in document" in result.references[0].text
+    assert "Display the header at the top of every tab." not in result.text
+
+
+# --- citations checked -----------------------------------------------------------------------
+
+
+def test_a_citation_the_passage_does_not_support_is_flagged(index) -> None:
+    ground = index.grounding()
+    hits = index.search("Which port does the API listen on?", 5)
+    ports = next(h for h in hits if h.source == "ops/ports.md")
+    bread = next(h for h in index.search("sourdough starter", 5) if h.source == "kitchen/bread.md")
+
+    right = ground.supported("The API listens on port 8420.", ports)
+    wrong = ground.supported("Feed the starter daily with flour and water.", ports)
+    assert right >= grounding.SUPPORTED > wrong
+    assert ground.supported("Feed the starter daily with flour and water.", bread) >= 0.5
+
+
+def test_ask_with_a_model_flags_a_wrong_citation_and_keeps_the_sentence(
+    run_rag, tmp_path: Path
+) -> None:
+    kb = write_notes(tmp_path / "kb", NOTES)
+    with OpenAIServer() as server:
+        server.routes["/v1/chat/completions"] = lambda body: _reply(
+            body, "The API listens on port 8420 [{ports}]. The starter is fed daily [{ports}]."
+        )
+        env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "k", "ASKMD_LLM_MODEL": "m"}
+        result = run_rag(
+            "--knowledge", str(kb), "ask", "Which port does the API listen on?", "--json", **env
+        )
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert found["answered"] is True
+    assert "The starter is fed daily" in found["answer"]  # never silently dropped
+    (ref,) = found["references"]
+    assert ref["source"] == "ops/ports.md"
+    assert found["unsupported_citations"] == [ref["n"]]
+    assert ref["supported"] is False
+
+
+def test_ask_with_a_model_keeps_right_citations_unflagged(run_rag, tmp_path: Path) -> None:
+    kb = write_notes(tmp_path / "kb", NOTES)
+    with OpenAIServer() as server:
+        server.routes["/v1/chat/completions"] = lambda body: _reply(
+            body, "The API listens on port 8420 [{ports}]."
+        )
+        env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "k", "ASKMD_LLM_MODEL": "m"}
+        result = run_rag(
+            "--knowledge", str(kb), "ask", "Which port does the API listen on?", "--json", **env
+        )
+        shown = run_rag("--knowledge", str(kb), "ask", "Which port does the API listen on?", **env)
+    found = json.loads(result.stdout)
+    assert found["unsupported_citations"] == []
+    assert [r["supported"] for r in found["references"]] == [True]
+    assert "does not say" not in shown.stdout
+
+
+def test_a_model_saying_the_notes_do_not_answer_is_not_answered(run_rag, tmp_path: Path) -> None:
+    kb = write_notes(tmp_path / "kb", NOTES)
+    with OpenAIServer() as server:
+        server.routes["/v1/chat/completions"] = lambda body: _reply(
+            body, "The notes do not mention which TLS ciphers the API accepts [{ports}]."
+        )
+        env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "k", "ASKMD_LLM_MODEL": "m"}
+        result = run_rag(
+            "--knowledge", str(kb), "ask", "Which TLS ciphers does the API port accept?",
+            "--json", **env,
+        )  # fmt: skip
+    found = json.loads(result.stdout)
+    assert found["answered"] is False
+    assert found["citations"] == [] and found["references"] == []
+    assert found["nearest"]
+
+
+def test_a_declined_question_is_not_sent_to_the_model(run_rag, tmp_path: Path) -> None:
+    kb = write_notes(tmp_path / "kb", NOTES)
+    with OpenAIServer() as server:
+        server.routes["/v1/chat/completions"] = lambda body: _reply(body, "Canberra [{ports}].")
+        env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "k", "ASKMD_LLM_MODEL": "m"}
+        result = run_rag(
+            "--knowledge", str(kb), "ask", "What is the capital of Australia?", "--json", **env
+        )
+        asked = [r for r in server.requests if r.path == "/v1/chat/completions"]
+    found = json.loads(result.stdout)
+    assert found["answered"] is False and found["answer"] == answer.DECLINED
+    assert asked == []
+
+
+def _reply(body: dict, template: str) -> list[dict]:
+    """A streamed reply citing whichever number the prompt gave ops/ports.md."""
+    from tests.test_ask import sse_chunks
+
+    sources = body["messages"][1]["content"]
+    number = next(
+        line.split("]")[0].lstrip("[")
+        for line in sources.splitlines()
+        if line.startswith("[") and "ops/ports.md" in line
+    )
+    return sse_chunks(template.format(ports=number), body["model"])
+
+
+# --- eval --answers ----------------------------------------------------------------------------
+
+
+def test_eval_answers_reports_declines_and_gold_recall(run_rag, tmp_path: Path) -> None:
+    kb = write_notes(tmp_path / "kb", NOTES)
+    queries = tmp_path / "q.jsonl"
+    lines = [
+        {"id": "a1", "query": "Which port does the API listen on?",
+         "answers": ["The API listens on port 8420."], "lang": "en"},
+        {"id": "a2", "query": "How long are database snapshots kept?",
+         "answers": ["kept for 30 days"], "lang": "en"},
+        {"id": "u1", "query": "What is the capital of Australia?", "unanswerable": True,
+         "lang": "en"},
+        {"id": "u2", "query": "澳大利亚的首都是哪座城市？", "unanswerable": True, "lang": "zh"},
+    ]  # fmt: skip
+    queries.write_text("\n".join(json.dumps(x, ensure_ascii=False) for x in lines) + "\n")
+
+    result = run_rag("--knowledge", str(kb), "eval", "--answers", str(queries), "--json")
+
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert found["questions"] == 4 and found["answerable"] == 2 and found["unanswerable"] == 2
+    assert found["declined_unanswerable"] == 1.0
+    assert found["declined_answerable"] == 0.0
+    assert found["gold_recall"] >= 0.75
+    assert found["top_chunk_recall"] > 0 and found["answer_chars"] > 0
+    assert set(found["by_lang"]) == {"en", "zh"}
+    assert found["by_lang"]["zh"]["declined_unanswerable"] == 1.0
+    assert [a["id"] for a in found["asked"]] == ["a1", "a2", "u1", "u2"]
+
+    shown = run_rag("--knowledge", str(kb), "eval", "--answers", str(queries))
+    assert shown.returncode == 0 and "declined" in shown.stdout
+
+
+def test_eval_answers_rejects_a_line_without_gold(run_rag, tmp_path: Path) -> None:
+    kb = write_notes(tmp_path / "kb", NOTES)
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"id": "x", "query": "Which port?", "relevant": []}\n')
+
+    result = run_rag("--knowledge", str(kb), "eval", "--answers", str(queries))
+
+    assert result.returncode == 1
+    assert "line 1 is not a query" in result.stderr and '"unanswerable": true' in result.stderr
