@@ -591,6 +591,11 @@ _TABLE_RULE = re.compile(r"^(?=.*(?:\||-{3}))\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+|^\s*>\s?")
 
 
+# A line that only shows a picture or another note (`![[diagram.png]]`, `![alt](a.png)`):
+# nothing to quote as an answer.
+_EMBED_ONLY = re.compile(r"^(?:!\[\[[^\]]*\]\]|!\[[^\]]*\]\([^)]*\)|\s)+$")
+
+
 def sentences(text: str) -> list[str]:
     """The prose sentences of a passage, verbatim; headings and code are left out."""
     out: list[str] = []
@@ -613,7 +618,7 @@ def sentences(text: str) -> list[str]:
         mark = _LIST_MARK.match(line)
         for m in _SENTENCE.finditer(line, mark.end() if mark else 0):
             sentence = m.group().strip()
-            if content_terms(sentence):
+            if content_terms(sentence) and not _EMBED_ONLY.match(sentence):
                 out.append(sentence)
     return out
 
@@ -737,12 +742,14 @@ def extractive(
     if TRANSLATED_WORDS and has_cjk(query):
         want.update(english_terms(query))  # so an English note's sentences can answer it
     scores = []
+    how_to = bool(_HOW_TO.search(query))
     for _, sentence, bonus, weights in candidates:
         overlap = _overlap(want, weights, idf)
         near = _meaning(meaning, sentence)
         # a question (a FAQ's) restates what was asked; it answers nothing
         relevant = (overlap > 0 or near > 0) and not _QUESTION.search(sentence)
-        scores.append(LEXICAL * overlap + near + bonus if relevant else 0.0)
+        steps = INSTRUCTION if how_to and _INSTRUCTION.search(sentence) else 0.0
+        scores.append(LEXICAL * overlap + near + bonus + steps if relevant else 0.0)
     ranked = sorted((i for i in range(len(candidates)) if scores[i] > 0), key=lambda i: -scores[i])
     chosen: list[int] = []
     per_hit: Counter[int] = Counter()
@@ -799,6 +806,23 @@ def extractive(
 LEXICAL = 1.0
 MEANING = 1.0
 MEANING_FLOOR = 0.2
+
+
+# A "how do I…" question is answered by a step, not by a definition: "To register a
+# command, call addCommand() inside onload():" over "Commands are actions the user can
+# invoke", which reads closer to the question. Such a sentence gets INSTRUCTION more.
+INSTRUCTION = 0.15
+_HOW_TO = re.compile(
+    r"^\s*(?:how\b|where\b|what\s+(?:command|option|setting|method)|can\s+i\b)|"
+    r"(?:如何|怎么|怎样|咋|如何才能|用什么)",
+    re.IGNORECASE,
+)
+_INSTRUCTION = re.compile(
+    r"^(?:to\s+\w+|use|call|run|click|select|open|go\s+to|press|choose|set|add|create|"
+    r"enable|type|install|pass|return|register)\b|[:：]\s*$|\b(?:use|call|run)\s+`"
+    r"|^(?:使用|运行|执行|调用|点击|打开|选择|设置|输入|安装|创建|添加|用)",
+    re.IGNORECASE,
+)
 
 
 def _meaning(meaning: dict[str, float] | None, sentence: str) -> float:

@@ -316,6 +316,16 @@ def show_debug(hits, query: str, backlinks: dict[str, int] | None = None) -> Non
     out.print(table)
 
 
+def show_verdict(verdict) -> None:
+    """/debug: whether an answer would answer from these passages, and what that rests on."""
+    said = "answers" if verdict.answered else "declines: the notes don't seem to answer this"
+    out.print(
+        f"[dim]{said} (confidence {verdict.confidence:.2f}: best sentence similarity "
+        f"{verdict.similarity:.2f} in {escape(verdict.model)}, coverage of the question's "
+        f"words {verdict.coverage:.2f}; ASKMD_MIN_CONFIDENCE moves the line)[/]"
+    )
+
+
 def show_eval(report, verbose: bool = False) -> None:
     """The metrics, and with --verbose each query whose relevant file was not found."""
     queries = plural(report.queries, "query", "queries")

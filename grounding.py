@@ -33,6 +33,9 @@ CJK_TEXT = 0.3  # share of CJK letters that makes a question or a passage Chines
 PASSAGES = 5  # the top passages read for the decision and the extractive answer
 MAX_SENTENCES = 80  # sentences embedded per question, best-ranked passages first
 SENTENCE_CHARS = 400  # a sentence is embedded from its start up to this many characters
+# Whether each top passage is embedded whole too (heading chain and text), beside its
+# sentences: most of the decision's time, for little (BENCHMARKS.md, "Declining").
+WHOLE_PASSAGES = False
 
 
 @dataclass(frozen=True)
@@ -166,7 +169,7 @@ class Grounding:
                 if sentence not in found:
                     found.append(sentence)
         found = found[:MAX_SENTENCES]
-        passages = [_headed(hit) for hit in top]
+        passages = [_headed(hit) for hit in top] if WHOLE_PASSAGES else []
         model = self.reader(question, [hit.text for hit in top])
         scores = self.cosines(question, [*found, *passages], model)
         by_sentence = {s: float(v) for s, v in zip(found, scores, strict=False)}

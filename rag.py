@@ -412,6 +412,8 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
             rest, talk.turns, lambda q: index.search(q, index.settings.top_k), None
         )
         console.show_debug(hits, query, index.backlinks())
+        if hits:
+            console.show_verdict(index.grounding().judge(query, hits))
     elif word == "/sources":
         if talk.last is None:
             raise AskmdError("no answer yet: ask a question first")
