@@ -360,6 +360,11 @@ def show_filling(stats: dict) -> None:
         out.print(escape(said), style="dim")
 
 
+def show_read_as(query: str) -> None:
+    """The query a question was searched as, when it was read with the one before."""
+    out.print(escape(f'(read as a follow-up: "{clean(query)}")'), style="dim")
+
+
 def show_stats(stats: dict) -> None:
     for key, value in stats.items():
         out.print(f"[bold]{key:<13}[/] {escape(clean(str(value)))}")

@@ -416,7 +416,7 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
         raise AskmdError(f"unknown command {word}; /help lists the commands")
     else:
         console.show_filling(index.filling())
-        result = index.ask(line, talk.turns, index.settings.top_k, show=stream_answer)
+        result = _ask_in_repl(index, talk, line)
         console.show_answer(result, hint=talk.last is None)
         talk.last = result
         if result.cancelled:  # a cut-off answer is shown, not built upon
@@ -424,6 +424,30 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
         talk.turns.append(answer.Turn(line, result.query, result.text))
         del talk.turns[: -answer.MAX_TURNS]
     return None
+
+
+def _ask_in_repl(index: Index, talk: Conversation, line: str) -> answer.Answer:
+    """Answer a question; one that is read with the one before says so before its answer
+    (before the model's stream starts, when there is one)."""
+    searched: list[str] = []
+    told: list[bool] = []
+
+    def tell() -> None:
+        if searched and searched[-1] != line and not told:
+            console.show_read_as(searched[-1])
+            told.append(True)
+
+    def show(pieces: Iterator[str], sources: int) -> str:
+        tell()
+        return stream_answer(pieces, sources)
+
+    result = index.ask(
+        line, talk.turns, index.settings.top_k, show=show,
+        searched=lambda query, _hits: searched.append(query),
+    )  # fmt: skip
+    searched.append(result.query)
+    tell()
+    return result
 
 
 def _enable_history(path: Path) -> None:
