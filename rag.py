@@ -494,27 +494,37 @@ def _add_filters(command: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rag.py", description=DESCRIPTION)
+def _add_global_options(parser: argparse.ArgumentParser, after_command: bool = False) -> None:
+    """The options of every command, before it or after it. After it they default to
+    nothing at all (SUPPRESS), so they override the ones before it only when given."""
+    unset = {"default": argparse.SUPPRESS} if after_command else {}
     parser.add_argument(
         "--knowledge",
         metavar="DIR",
         help="folder of notes (default: ASKMD_KNOWLEDGE_DIR or knowledge/)",
+        **unset,
     )
     parser.add_argument(
         "--index-dir",
         metavar="DIR",
         help="where the index is kept (default: one per knowledge folder, under "
         "~/.local/share/askmd/)",
+        **unset,
     )
     parser.add_argument(
-        "--traceback", action="store_true", help="show the full traceback on errors"
+        "--traceback", action="store_true", help="show the full traceback on errors", **unset
     )
     parser.add_argument(
         "--no-watch",
         action="store_true",
-        help="do not keep the index live while the REPL runs (ASKMD_WATCH=0)",
+        help="do not apply notes saved on disk while the REPL or `serve` runs (ASKMD_WATCH=0)",
+        **unset,
     )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rag.py", description=DESCRIPTION)
+    _add_global_options(parser)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     chunk = commands.add_parser(
@@ -619,12 +629,6 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--port", type=int, default=8000, help="port (8000); 0 picks a free one and prints it"
     )
-    serve.add_argument(
-        "--no-watch",
-        action="store_true",
-        default=argparse.SUPPRESS,  # so the global flag given before `serve` still counts
-        help="do not apply notes saved on disk while serving (ASKMD_WATCH=0)",
-    )
     serve.set_defaults(run=cmd_serve)
 
     watch = commands.add_parser(
@@ -657,6 +661,8 @@ def build_parser() -> argparse.ArgumentParser:
         "to the trash)",
     )
     mcp.set_defaults(run=cmd_mcp)
+    for command in commands.choices.values():  # `ask "…" --knowledge DIR` works too
+        _add_global_options(command, after_command=True)
     return parser
 
 

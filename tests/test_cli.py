@@ -212,6 +212,24 @@ def _repl(kb: Path, server: OpenAIServer, stdin: str) -> subprocess.CompletedPro
     )
 
 
+def test_global_options_work_after_the_command_too(run_rag, kb: Path, embed_server) -> None:
+    env = _index_env(embed_server)
+    ix = str(kb.parent / "ix")
+    result = run_rag(
+        "ask", "which port does the API listen on?", "--knowledge", str(kb), "--index-dir", ix,
+        "--json", "--no-watch", **env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["references"][0]["source"] == "guides/ports.md"
+    stats = json.loads(run_rag("stats", "--json", "--index-dir", ix, "--knowledge", str(kb)).stdout)
+    assert (stats["index_dir"], stats["chunks"]) == (ix, 3)  # found by the flags after `stats`
+    failed = run_rag("chunk", "missing.md", "--traceback")
+    assert failed.returncode == 1 and "Traceback" in failed.stderr
+    # before the command they still work, and a flag after it wins
+    both = run_rag("--knowledge", "nowhere", "stats", "--json", "--knowledge", str(kb), **env)
+    assert both.returncode == 0, both.stderr
+
+
 def test_repl_piped_debug_and_quit(run_rag, kb: Path, embed_server) -> None:
     result = _repl(
         kb, embed_server, "/help\n/debug metrics port\n/nonsense\n/stats\n/quit\nignored\n"
