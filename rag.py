@@ -295,7 +295,8 @@ Type a question, or a command:
   /reindex          rebuild the index from scratch
   /stats            what is indexed
   /help             this text
-  /quit             leave (Ctrl-D too); Ctrl-C cancels a running answer"""
+  /quit             leave (Ctrl-D, or quit or exit typed alone)
+  Ctrl-C            cancel a running answer"""
 
 
 @dataclass
@@ -381,10 +382,14 @@ def _live(index: Index) -> _Live | None:
     return _Live(index)
 
 
+# Typed alone, these leave (as Python's REPL hints): no one asks their notes "exit".
+LEAVE_WORDS = frozenset({"quit", "exit", "quit()", "exit()", ":q", ":q!", ":wq", "退出"})
+
+
 def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
     """Run one REPL line; False means leave."""
     word, _, rest = line.partition(" ")
-    if word in ("/quit", "/exit", "/q"):
+    if word in ("/quit", "/exit", "/q") or line.strip().lower() in LEAVE_WORDS:
         return False
     if word == "/help":
         console.notice(REPL_HELP)
