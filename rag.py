@@ -683,7 +683,9 @@ def main(argv: list[str] | None = None) -> int:
             "watch": False if getattr(args, "no_watch", False) else None,
         }
         settings = load_settings(
-            overrides=overrides, need_knowledge_dir=getattr(args, "need_knowledge_dir", True)
+            overrides=overrides,
+            need_knowledge_dir=getattr(args, "need_knowledge_dir", True),
+            warn=console.warning,
         )
         run = getattr(args, "run", cmd_repl)
         if run is not cmd_chunk:  # an index holding another folder's notes is never wiped

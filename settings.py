@@ -8,6 +8,7 @@ which places the default index folder: see index_home).
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import re
@@ -319,8 +320,10 @@ def load_settings(
     overrides: Mapping[str, Any] | None = None,
     *,
     need_knowledge_dir: bool = True,
+    warn: Callable[[str], None] | None = None,
 ) -> Settings:
-    """Merge the layers and validate once. `overrides` are already-typed values from flags."""
+    """Merge the layers and validate once. `overrides` are already-typed values from flags.
+    `warn` hears, in one line, of ASKMD_* names that no setting has (a misspelling)."""
     environ = os.environ if environ is None else environ
     layers: list[tuple[str, Mapping[str, str | None]]] = []
     if dotenv_path is not None and dotenv_path.is_file():
@@ -342,6 +345,9 @@ def load_settings(
             except ValueError as exc:
                 problems.append(f"{name}={raw!r} (from {layer_name}) {exc}")
             break
+    unknown = _unknown_names(layers)
+    if unknown and warn is not None:
+        warn(f"unknown settings ignored: {unknown}")
     for key, value in (overrides or {}).items():
         if value is not None:
             values[key] = value
@@ -352,6 +358,23 @@ def load_settings(
     if problems:
         raise AskmdError("\n".join(problems))
     return settings
+
+
+def _unknown_names(layers: list[tuple[str, Mapping[str, str | None]]]) -> str:
+    """Each ASKMD_* name no setting reads, where it was set, and the nearest known name:
+    a misspelled setting is otherwise ignored without a word."""
+    known = {env_name(f.name)[len("ASKMD_") :]: env_name(f.name) for f in fields(Settings)}
+    found: dict[str, str] = {}
+    for layer_name, layer in layers:
+        for name in layer:
+            if name.startswith("ASKMD_") and name[len("ASKMD_") :] not in known:
+                found[name] = layer_name
+    said = []
+    for name, layer_name in found.items():
+        near = difflib.get_close_matches(name[len("ASKMD_") :], list(known), n=1)
+        hint = f"; did you mean {known[near[0]]}?" if near else ""
+        said.append(f"{name} (from {layer_name}{hint})")
+    return ", ".join(said)
 
 
 def _validate(s: Settings, origin: dict[str, str], need_knowledge_dir: bool) -> list[str]:

@@ -104,6 +104,16 @@ def test_dotenv_in_the_working_folder_is_read(run_rag, tmp_path: Path) -> None:
     assert (flagged["chunk_size"], flagged["chunk_overlap"]) == (500, 40)
 
 
+def test_a_misspelled_setting_in_dotenv_is_one_warning_line(run_rag, tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("ASKMD_TOPK=3\n")
+    (tmp_path / "n.md").write_text("text\n", encoding="utf-8")
+    result = run_rag("chunk", "n.md", "--json")
+    assert result.returncode == 0
+    assert result.stderr == (
+        "warning: unknown settings ignored: ASKMD_TOPK (from .env; did you mean ASKMD_TOP_K?)\n"
+    )
+
+
 def test_missing_knowledge_folder_is_one_line(run_rag) -> None:
     result = run_rag("--knowledge", "nowhere")
     assert result.returncode == 1

@@ -538,3 +538,24 @@ def test_the_default_index_folder_follows_the_knowledge_folder(tmp_path, monkeyp
     assert loaded.index_dir.parent == tmp_path / "data" / "askmd"
     assert loaded.index_dir.name.startswith(tmp_path.name[:40])
     assert settings.default_text("index_dir") == ""  # .env.example: empty means per folder
+
+
+def test_unknown_askmd_names_are_warned_about_once_with_the_nearest_known_one(
+    tmp_path: Path, kdir: Path
+) -> None:
+    path = dotenv(tmp_path, "ASKMD_TOPK=3\nASKMD_CHUNK_SIZE=400\nOTHER=1\n")
+    said: list[str] = []
+    s = load_settings(
+        {"ASKMD_KNOWLEDGE_DIR": str(kdir), "ASKMD_WACH": "0", "ASKMD_ZZZZZZZZ": "1"},
+        path,
+        warn=said.append,
+    )
+    assert s.top_k == 5 and s.chunk_size == 400  # the misspelled name changes nothing
+    assert said == [
+        f"unknown settings ignored: ASKMD_TOPK (from {path}; did you mean ASKMD_TOP_K?), "
+        "ASKMD_WACH (from environment; did you mean ASKMD_WATCH?), "
+        "ASKMD_ZZZZZZZZ (from environment)"
+    ]
+    quiet: list[str] = []
+    load_settings({"ASKMD_TOP_K": "3"}, None, warn=quiet.append, need_knowledge_dir=False)
+    assert quiet == []
