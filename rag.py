@@ -8,6 +8,7 @@ bug and shows its traceback).
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +23,7 @@ import leaving
 import notes
 import pipeline
 import retriever
+import vault
 from errors import AskmdError
 from indexer import SyncReport
 from pipeline import Index
@@ -128,9 +130,24 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     hits = index.search(args.query, args.k or settings.top_k, filters=filters)
     if args.json:
         console.print_json(pipeline.search_json(args.query, hits))
+    elif not hits and filters and filters.tags and _unknown_tag(index, filters.tags):
+        console.notice(_unknown_tag(index, filters.tags))
     else:
         console.show_hits(hits, args.query)
     return 0
+
+
+def _unknown_tag(index: Index, wanted: tuple[str, ...]) -> str:
+    """Why a tag filter found nothing when no note has the tag: with the nearest tags (or
+    those there are), as a misspelled tag is the likely cause."""
+    have = index.manifest.tags()
+    for tag in wanted:
+        if not vault.tag_matches(tag, have):
+            near = difflib.get_close_matches(tag, sorted(have), n=3, cutoff=0.6)
+            listed = ", ".join(f"#{t}" for t in near or sorted(have)[:8])
+            label = "nearest" if near else "tags in the notes"
+            return f"no note has the tag #{tag}" + (f" ({label}: {listed})" if listed else "")
+    return ""
 
 
 def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
