@@ -245,8 +245,9 @@ def interrupted(chunks: int, embedded: int) -> None:
     )
 
 
-def show_hits(hits, query: str) -> None:
-    """Retrieved chunks, best first, each as `[n] score path › chain (lines a–b)` + text."""
+def show_hits(hits, query: str, full: bool = False) -> None:
+    """Retrieved chunks, best first, each as `[n] score path › chain (lines a–b)` + text:
+    in full for /sources (what an answer was built from), else cut at 600 characters."""
     if not hits:
         out.print(f"no chunks found for {escape(clean(query))!r}")
         return
@@ -260,7 +261,7 @@ def show_hits(hits, query: str) -> None:
             _lines(hit),
         )
         text = clean(hit.text)
-        snippet = text if len(text) <= 600 else text[:600].rstrip() + " …"
+        snippet = text if full or len(text) <= 600 else text[:600].rstrip() + " …"
         out.print(title, soft_wrap=True)
         if hit.shown_in:
             out.print(Text(f"  {_shown_in(hit)}", style="dim"), soft_wrap=True)

@@ -429,7 +429,7 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
     elif word == "/sources":
         if talk.last is None:
             raise AskmdError("no answer yet: ask a question first")
-        console.show_hits(talk.last.hits, talk.last.query)
+        console.show_hits(talk.last.hits, talk.last.query, full=True)
     elif word == "/clear":
         talk.turns.clear()
         talk.last = None

@@ -725,6 +725,20 @@ def test_repl_says_when_it_reads_a_question_as_a_follow_up(tmp_path: Path) -> No
     assert "9420" in after
 
 
+def test_repl_sources_shows_each_passage_in_full(tmp_path: Path) -> None:
+    """README promises /sources "in full": a passage of 900 characters is not cut at 600."""
+    body = " ".join(f"Upload rule {i} applies to photos." for i in range(26))
+    kb = write_notes(tmp_path / "kb", {"upload.md": f"# Uploads\n\n{body} Lastword here.\n"})
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "rag.py"), *where(kb)],
+        input="which upload rules apply to photos?\n/sources\n", capture_output=True,
+        text=True, env={**clean_env(), "COLUMNS": "200"}, cwd=tmp_path, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    sources = result.stdout.split("[1] ")[-1]
+    assert "Lastword here." in sources and " …" not in sources
+
+
 def test_the_sample_folder_answers_the_metrics_port_not_the_upload_size_again(
     tmp_path: Path,
 ) -> None:
