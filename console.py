@@ -206,6 +206,13 @@ def show_sync(report, knowledge_dir=None, include=()) -> None:
     touched = report.files_added + report.files_changed + report.files_deleted
     waiting = getattr(report, "chunks_waiting", 0)
     still = f", {waiting:,} waiting for vectors" if waiting else ""
+    if not touched and report.chunks_embedded:  # vectors a keyword-only run left waiting
+        err.print(
+            f"indexed: {report.files_unchanged} unchanged; vectors stored for "
+            f"{plural(report.chunks_embedded, 'chunk')} that were waiting; "
+            f"{plural(report.chunks_total, 'chunk')} in the index{still} ({report.seconds:.1f} s)"
+        )
+        return
     if not touched:
         err.print(
             f"[dim]index up to date: {plural(report.files_unchanged, 'file')}, "

@@ -222,6 +222,23 @@ def _repl(kb: Path, server: OpenAIServer, stdin: str) -> subprocess.CompletedPro
     )
 
 
+def test_an_index_that_stored_waiting_vectors_says_so(run_rag, kb: Path, embed_server) -> None:
+    """No file changed, but the vectors a keyword-only run left were embedded: not "up to
+    date"."""
+    env = _index_env(embed_server)
+    where = ("--knowledge", str(kb), "--index-dir", str(kb.parent / "ix"))
+    assert run_rag(*where, "index", "--keyword-only", **env).returncode == 0
+    filled = run_rag(*where, "index", **env)
+    assert filled.returncode == 0, filled.stderr
+    assert re.fullmatch(
+        r"indexed: 2 unchanged; vectors stored for 3 chunks that were waiting; "
+        r"3 chunks in the index \(\d+\.\d s\)\n",
+        filled.stderr,
+    ), filled.stderr
+    again = run_rag(*where, "index", **env)
+    assert again.stderr.startswith("index up to date: 2 files, 3 chunks (")
+
+
 def test_global_options_work_after_the_command_too(run_rag, kb: Path, embed_server) -> None:
     env = _index_env(embed_server)
     ix = str(kb.parent / "ix")
