@@ -116,9 +116,12 @@ class SyncProgress:
         self.files_task = self.chunks_task = None
         self.began = 0.0  # when embedding started
         self.done = 0
+        self.ended = False  # by Ctrl-C: what a sync reports while it unwinds is not drawn
 
     def start(self, files: int, chunks: int) -> None:
         if not err.is_terminal or (files == 0 and chunks == 0) or self.bar is not None:
+            return
+        if self.ended:
             return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
@@ -135,6 +138,7 @@ class SyncProgress:
         self.chunks_task = self.bar.add_task("vectors", total=chunks, rate="", eta="")
         self.began = time.monotonic()
         self.bar.start()
+        _running.add(self)
 
     def chunked(self, chunks: int) -> None:
         """One more file was read and split into `chunks` chunks."""
@@ -170,9 +174,13 @@ class SyncProgress:
             self.bar.update(self.files_task, eta=f"{label}…" if label else "")
 
     def finish(self) -> None:
+        _running.discard(self)
         if self.bar is not None:
             self.bar.stop()
             self.bar = None
+
+
+_running: set[SyncProgress] = set()  # the bars on screen, stopped before "interrupted:"
 
 
 def _left(seconds: float) -> str:
@@ -245,7 +253,11 @@ def _rebuilt(report) -> str:
 
 def interrupted(chunks: int, embedded: int) -> None:
     """Ctrl-C during a sync: what is kept (every recorded group of files, every stored
-    group of vectors), and what to do."""
+    group of vectors), and what to do. Any bar still drawn is stopped first, so the bar
+    is not drawn again below this line."""
+    for progress in list(_running):
+        progress.ended = True
+        progress.finish()
     err.print(
         f"interrupted: {plural(chunks, 'chunk')} kept ({embedded:,} with vectors), "
         "run again to continue"
