@@ -386,7 +386,9 @@ def _validate(s: Settings, origin: dict[str, str], need_knowledge_dir: bool) -> 
         problems.append(f"{where('chunk_size')}: the chunk size must be at least {MIN_CHUNK_SIZE}")
     if s.chunk_overlap < 0:
         problems.append(f"{where('chunk_overlap')}: the overlap cannot be negative")
-    elif s.chunk_overlap >= s.chunk_size:
+    elif s.chunk_overlap >= s.chunk_size and (
+        s.chunk_size >= MIN_CHUNK_SIZE or "chunk_overlap" in origin
+    ):  # a bad size is the one problem, unless the overlap was set too
         problems.append(
             f"{where('chunk_overlap')}: the overlap must be smaller than the chunk size "
             f"({s.chunk_size}); the default is {default_text('chunk_overlap')}"
