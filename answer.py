@@ -355,24 +355,58 @@ def _label(hit: Hit) -> str:
 
 # --- follow-up questions ---------------------------------------------------------------
 
-# A word that points back at something said before: the question cannot stand alone.
-_BACK = (
-    r"\b(?:it|its|it's|that|this|those|these|they|them|their|there|he|she|one)\b"
-    r"|它|这个|那个|这些|那些|他们|她们|其中"
-)
-_BACK_REFERENCE = re.compile(_BACK, re.IGNORECASE)
-_FOLLOW_UP = re.compile(
-    r"^\s*(?:and|also|what about|how about|then|so|but|same for|why)\b"
-    rf"|{_BACK}|^\s*(?:那|那么|还有|而|并且|另外)|呢[？?]?\s*$",
+# Explicit signs that a question leans on the one before; without one, it stands alone
+# ("what are properties?" after a Publish question is a new question, however short).
+_CONNECTIVE = re.compile(
+    r"^\s*(?:and|also|what about|how about|same for|as for)\b"
+    r"|^\s*(?:那么|那(?![个些里儿])|还有|另外)",
     re.IGNORECASE,
 )
+# A pronoun stands for something said before...
+_PRONOUN = re.compile(
+    r"\b(?:it|its|they|them|their|theirs|he|him|his|she|her)\b|它|他们|她们|其中", re.I
+)
+# ...but not the "it" of "is it possible to…", which stands for what follows.
+_DUMMY_IT = re.compile(
+    r"\b(?:is|was|isn't|would|will)\s+it\s+(?:\w+\s+){1,2}?to\b|\bit(?:'s|\s+is|\s+was)\s+(?:\w+\s+){1,2}?to\b",
+    re.IGNORECASE,
+)
+# A demonstrative points back when no noun of its own follows: "what does that mean?", not
+# "how do I delete this note?" nor "the command that publishes notes".
+_AFTER_DEMONSTRATIVE = (
+    r"is|are|was|were|does|do|did|mean|means|meant|work|works|happen|happens|cost|take|"
+    r"takes|need|needs|say|says|one|ones|for|in|on|with|about|too|also|again|true|right|"
+    r"correct|normal|safe|enough|possible|necessary"
+)
+_DEMONSTRATIVE = re.compile(
+    rf"\b(?:that|this|those|these)\b(?=\s*(?:[?？.!,，。]|$|(?:'s|{_AFTER_DEMONSTRATIVE})\b))"
+    r"|\b(?<!\bis\s)(?<!\bare\s)(?<!\bwas\s)(?<!\bwere\s)there\b(?!'s|\s+(?:is|are|was|were|be)\b)"
+    r"|\bones?\s*[?？.!]*\s*$"
+    r"|(?:这个|那个|这些|那些|这)(?=\s*(?:[？?。，！!,]|$|呢|吗|是|怎么|要|能|可以|有|在|的|会|该))"
+    r"|(?<!^)那(?=是)",  # a bare 那 at the start is "then" (`_CONNECTIVE`), not "that"
+    re.IGNORECASE,
+)
+# "第一周呢？" is "what about the first week?"; "什么是属性呢？" asks on its own.
+_ABOUT_PARTICLE = re.compile(r"呢\s*[？?]?\s*$")
+_QUESTION_WORD = re.compile(r"什么|怎么|怎样|如何|哪|谁|几|多少|为什么|为何|是否|吗")
+
+
+def _points_back(question: str) -> bool:
+    """A pronoun or a demonstrative that stands for something said before."""
+    own = _DUMMY_IT.sub(" ", question)
+    return bool(_PRONOUN.search(own) or _DEMONSTRATIVE.search(own))
 
 
 def leans_on_context(question: str) -> bool:
-    """Whether a question may lean on the previous one: a pronoun, "and…", "what about…",
-    or too few words to say much alone. Such a question is *ambiguous*, not a follow-up:
-    "how do I create a template" after a graph-view question is short and stands alone."""
-    return bool(_FOLLOW_UP.search(question)) or len(set(content_terms(question))) <= 2
+    """Whether a question may lean on the previous one: it says so ("and…", "what about…",
+    "那…呢"), points back ("how do I fix it?", "它"), or has no words of its own ("why?").
+    Such a question is *ambiguous*, not a follow-up: `resolve` still searches it alone too.
+    A short question with a subject of its own ("what are properties?") stands alone."""
+    if _CONNECTIVE.search(question) or _points_back(question):
+        return True
+    if _ABOUT_PARTICLE.search(question) and not _QUESTION_WORD.search(question):
+        return True
+    return not content_terms(question)
 
 
 def merged_query(question: str, history: list[Turn]) -> str:
@@ -408,7 +442,7 @@ def resolve(
     merged_hits = search(merged)
     alone_hits = search(question)
     before = set(content_terms(history[-1].query)) - own
-    refers = bool(_BACK_REFERENCE.search(question))
+    refers = _points_back(question)
     if _prefer_merged(own, before, alone_hits, merged_hits, refers):
         return merged, search(merged)
     return question, alone_hits

@@ -116,9 +116,12 @@ class SyncProgress:
         self.files_task = self.chunks_task = None
         self.began = 0.0  # when embedding started
         self.done = 0
+        self.ended = False  # by Ctrl-C: what a sync reports while it unwinds is not drawn
 
     def start(self, files: int, chunks: int) -> None:
         if not err.is_terminal or (files == 0 and chunks == 0) or self.bar is not None:
+            return
+        if self.ended:
             return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
@@ -135,6 +138,7 @@ class SyncProgress:
         self.chunks_task = self.bar.add_task("vectors", total=chunks, rate="", eta="")
         self.began = time.monotonic()
         self.bar.start()
+        _running.add(self)
 
     def chunked(self, chunks: int) -> None:
         """One more file was read and split into `chunks` chunks."""
@@ -170,9 +174,13 @@ class SyncProgress:
             self.bar.update(self.files_task, eta=f"{label}…" if label else "")
 
     def finish(self) -> None:
+        _running.discard(self)
         if self.bar is not None:
             self.bar.stop()
             self.bar = None
+
+
+_running: set[SyncProgress] = set()  # the bars on screen, stopped before "interrupted:"
 
 
 def _left(seconds: float) -> str:
@@ -206,6 +214,13 @@ def show_sync(report, knowledge_dir=None, include=()) -> None:
     touched = report.files_added + report.files_changed + report.files_deleted
     waiting = getattr(report, "chunks_waiting", 0)
     still = f", {waiting:,} waiting for vectors" if waiting else ""
+    if not touched and report.chunks_embedded:  # vectors a keyword-only run left waiting
+        err.print(
+            f"indexed: {report.files_unchanged} unchanged; vectors stored for "
+            f"{plural(report.chunks_embedded, 'chunk')} that were waiting; "
+            f"{plural(report.chunks_total, 'chunk')} in the index{still} ({report.seconds:.1f} s)"
+        )
+        return
     if not touched:
         err.print(
             f"[dim]index up to date: {plural(report.files_unchanged, 'file')}, "
@@ -238,15 +253,20 @@ def _rebuilt(report) -> str:
 
 def interrupted(chunks: int, embedded: int) -> None:
     """Ctrl-C during a sync: what is kept (every recorded group of files, every stored
-    group of vectors), and what to do."""
+    group of vectors), and what to do. Any bar still drawn is stopped first, so the bar
+    is not drawn again below this line."""
+    for progress in list(_running):
+        progress.ended = True
+        progress.finish()
     err.print(
         f"interrupted: {plural(chunks, 'chunk')} kept ({embedded:,} with vectors), "
         "run again to continue"
     )
 
 
-def show_hits(hits, query: str) -> None:
-    """Retrieved chunks, best first, each as `[n] score path › chain (lines a–b)` + text."""
+def show_hits(hits, query: str, full: bool = False) -> None:
+    """Retrieved chunks, best first, each as `[n] score path › chain (lines a–b)` + text:
+    in full for /sources (what an answer was built from), else cut at 600 characters."""
     if not hits:
         out.print(f"no chunks found for {escape(clean(query))!r}")
         return
@@ -260,7 +280,7 @@ def show_hits(hits, query: str) -> None:
             _lines(hit),
         )
         text = clean(hit.text)
-        snippet = text if len(text) <= 600 else text[:600].rstrip() + " …"
+        snippet = text if full or len(text) <= 600 else text[:600].rstrip() + " …"
         out.print(title, soft_wrap=True)
         if hit.shown_in:
             out.print(Text(f"  {_shown_in(hit)}", style="dim"), soft_wrap=True)
@@ -419,6 +439,11 @@ def show_filling(stats: dict) -> None:
     said = filling(stats)
     if said:
         out.print(escape(said), style="dim")
+
+
+def show_read_as(query: str) -> None:
+    """The query a question was searched as, when it was read with the one before."""
+    out.print(escape(f'(read as a follow-up: "{clean(query)}")'), style="dim")
 
 
 def show_stats(stats: dict) -> None:

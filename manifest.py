@@ -406,6 +406,14 @@ class Manifest:
         except sqlite3.OperationalError:  # a read-only index made before links were kept
             return []
 
+    def tags(self) -> set[str]:
+        """Every tag the indexed chunks carry (front matter and inline), to name the ones
+        near a tag that no note has."""
+        rows = self.db.execute(
+            "SELECT DISTINCT json_extract(meta, '$.tags') FROM chunks WHERE meta LIKE '%\"tags\"%'"
+        )
+        return {t for (tags,) in rows if tags for t in str(tags).split(",") if t}
+
     def chunk_ids(self, source: str) -> dict[str, str]:
         """{chunk id: text hash} of a file's recorded chunks."""
         rows = self.db.execute("SELECT id, text_hash FROM chunks WHERE source = ?", (source,))

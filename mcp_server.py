@@ -45,6 +45,7 @@ import pipeline
 import readers
 from errors import AskmdError, NotFound, first_line
 from pipeline import Index
+from version import __version__
 
 MAX_K = 50  # passages one search or answer returns: more would flood the client's context
 MAX_READ_CHARS = 50_000  # one read_note or note:// read; a longer note is read by line range
@@ -521,6 +522,7 @@ def build(index: Index, allow_write: bool = False, watch: bool | None = None) ->
     server = NotesServer(
         notes_,
         name="askmd",
+        version=__version__,
         instructions=INSTRUCTIONS,
         log_level="WARNING",  # a refused call is the client's answer, not a log line
     )

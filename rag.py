@@ -8,6 +8,7 @@ bug and shows its traceback).
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +23,7 @@ import leaving
 import notes
 import pipeline
 import retriever
+import vault
 from errors import AskmdError
 from indexer import SyncReport
 from pipeline import Index
@@ -128,9 +130,24 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     hits = index.search(args.query, args.k or settings.top_k, filters=filters)
     if args.json:
         console.print_json(pipeline.search_json(args.query, hits))
+    elif not hits and filters and filters.tags and _unknown_tag(index, filters.tags):
+        console.notice(_unknown_tag(index, filters.tags))
     else:
         console.show_hits(hits, args.query)
     return 0
+
+
+def _unknown_tag(index: Index, wanted: tuple[str, ...]) -> str:
+    """Why a tag filter found nothing when no note has the tag: with the nearest tags (or
+    those there are), as a misspelled tag is the likely cause."""
+    have = index.manifest.tags()
+    for tag in wanted:
+        if not vault.tag_matches(tag, have):
+            near = difflib.get_close_matches(tag, sorted(have), n=3, cutoff=0.6)
+            listed = ", ".join(f"#{t}" for t in near or sorted(have)[:8])
+            label = "nearest" if near else "tags in the notes"
+            return f"no note has the tag #{tag}" + (f" ({label}: {listed})" if listed else "")
+    return ""
 
 
 def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
@@ -303,7 +320,8 @@ Type a question, or a command:
   /reindex          rebuild the index from scratch
   /stats            what is indexed
   /help             this text
-  /quit             leave (Ctrl-D too); Ctrl-C cancels a running answer"""
+  /quit             leave (Ctrl-D, or quit or exit typed alone)
+  Ctrl-C            cancel a running answer"""
 
 
 @dataclass
@@ -389,10 +407,14 @@ def _live(index: Index) -> _Live | None:
     return _Live(index)
 
 
+# Typed alone, these leave (as Python's REPL hints): no one asks their notes "exit".
+LEAVE_WORDS = frozenset({"quit", "exit", "quit()", "exit()", ":q", ":q!", ":wq", "退出"})
+
+
 def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
     """Run one REPL line; False means leave."""
     word, _, rest = line.partition(" ")
-    if word in ("/quit", "/exit", "/q"):
+    if word in ("/quit", "/exit", "/q") or line.strip().lower() in LEAVE_WORDS:
         return False
     if word == "/help":
         console.notice(REPL_HELP)
@@ -417,7 +439,7 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
     elif word == "/sources":
         if talk.last is None:
             raise AskmdError("no answer yet: ask a question first")
-        console.show_hits(talk.last.hits, talk.last.query)
+        console.show_hits(talk.last.hits, talk.last.query, full=True)
     elif word == "/clear":
         talk.turns.clear()
         talk.last = None
@@ -426,7 +448,7 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
         raise AskmdError(f"unknown command {word}; /help lists the commands")
     else:
         console.show_filling(index.filling())
-        result = index.ask(line, talk.turns, index.settings.top_k, show=stream_answer)
+        result = _ask_in_repl(index, talk, line)
         console.show_answer(result, hint=talk.last is None)
         talk.last = result
         if result.cancelled:  # a cut-off answer is shown, not built upon
@@ -434,6 +456,30 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
         talk.turns.append(answer.Turn(line, result.query, result.text))
         del talk.turns[: -answer.MAX_TURNS]
     return None
+
+
+def _ask_in_repl(index: Index, talk: Conversation, line: str) -> answer.Answer:
+    """Answer a question; one that is read with the one before says so before its answer
+    (before the model's stream starts, when there is one)."""
+    searched: list[str] = []
+    told: list[bool] = []
+
+    def tell() -> None:
+        if searched and searched[-1] != line and not told:
+            console.show_read_as(searched[-1])
+            told.append(True)
+
+    def show(pieces: Iterator[str], sources: int) -> str:
+        tell()
+        return stream_answer(pieces, sources)
+
+    result = index.ask(
+        line, talk.turns, index.settings.top_k, show=show,
+        searched=lambda query, _hits: searched.append(query),
+    )  # fmt: skip
+    searched.append(result.query)
+    tell()
+    return result
 
 
 def _enable_history(path: Path) -> None:
@@ -480,27 +526,37 @@ def _add_filters(command: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rag.py", description=DESCRIPTION)
+def _add_global_options(parser: argparse.ArgumentParser, after_command: bool = False) -> None:
+    """The options of every command, before it or after it. After it they default to
+    nothing at all (SUPPRESS), so they override the ones before it only when given."""
+    unset = {"default": argparse.SUPPRESS} if after_command else {}
     parser.add_argument(
         "--knowledge",
         metavar="DIR",
         help="folder of notes (default: ASKMD_KNOWLEDGE_DIR or knowledge/)",
+        **unset,
     )
     parser.add_argument(
         "--index-dir",
         metavar="DIR",
         help="where the index is kept (default: one per knowledge folder, under "
         "~/.local/share/askmd/)",
+        **unset,
     )
     parser.add_argument(
-        "--traceback", action="store_true", help="show the full traceback on errors"
+        "--traceback", action="store_true", help="show the full traceback on errors", **unset
     )
     parser.add_argument(
         "--no-watch",
         action="store_true",
-        help="do not keep the index live while the REPL runs (ASKMD_WATCH=0)",
+        help="do not apply notes saved on disk while the REPL or `serve` runs (ASKMD_WATCH=0)",
+        **unset,
     )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rag.py", description=DESCRIPTION)
+    _add_global_options(parser)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     chunk = commands.add_parser(
@@ -611,12 +667,6 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--port", type=int, default=8000, help="port (8000); 0 picks a free one and prints it"
     )
-    serve.add_argument(
-        "--no-watch",
-        action="store_true",
-        default=argparse.SUPPRESS,  # so the global flag given before `serve` still counts
-        help="do not apply notes saved on disk while serving (ASKMD_WATCH=0)",
-    )
     serve.set_defaults(run=cmd_serve)
 
     watch = commands.add_parser(
@@ -649,6 +699,8 @@ def build_parser() -> argparse.ArgumentParser:
         "to the trash)",
     )
     mcp.set_defaults(run=cmd_mcp)
+    for command in commands.choices.values():  # `ask "…" --knowledge DIR` works too
+        _add_global_options(command, after_command=True)
     return parser
 
 
@@ -664,7 +716,9 @@ def main(argv: list[str] | None = None) -> int:
             "watch": False if getattr(args, "no_watch", False) else None,
         }
         settings = load_settings(
-            overrides=overrides, need_knowledge_dir=getattr(args, "need_knowledge_dir", True)
+            overrides=overrides,
+            need_knowledge_dir=getattr(args, "need_knowledge_dir", True),
+            warn=console.warning,
         )
         run = getattr(args, "run", cmd_repl)
         if run is not cmd_chunk:  # an index holding another folder's notes is never wiped

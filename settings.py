@@ -8,6 +8,7 @@ which places the default index folder: see index_home).
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import re
@@ -326,8 +327,10 @@ def load_settings(
     overrides: Mapping[str, Any] | None = None,
     *,
     need_knowledge_dir: bool = True,
+    warn: Callable[[str], None] | None = None,
 ) -> Settings:
-    """Merge the layers and validate once. `overrides` are already-typed values from flags."""
+    """Merge the layers and validate once. `overrides` are already-typed values from flags.
+    `warn` hears, in one line, of ASKMD_* names that no setting has (a misspelling)."""
     environ = os.environ if environ is None else environ
     layers: list[tuple[str, Mapping[str, str | None]]] = []
     if dotenv_path is not None and dotenv_path.is_file():
@@ -349,6 +352,9 @@ def load_settings(
             except ValueError as exc:
                 problems.append(f"{name}={raw!r} (from {layer_name}) {exc}")
             break
+    unknown = _unknown_names(layers)
+    if unknown and warn is not None:
+        warn(f"unknown settings ignored: {unknown}")
     for key, value in (overrides or {}).items():
         if value is not None:
             values[key] = value
@@ -361,6 +367,23 @@ def load_settings(
     return settings
 
 
+def _unknown_names(layers: list[tuple[str, Mapping[str, str | None]]]) -> str:
+    """Each ASKMD_* name no setting reads, where it was set, and the nearest known name:
+    a misspelled setting is otherwise ignored without a word."""
+    known = {env_name(f.name)[len("ASKMD_") :]: env_name(f.name) for f in fields(Settings)}
+    found: dict[str, str] = {}
+    for layer_name, layer in layers:
+        for name in layer:
+            if name.startswith("ASKMD_") and name[len("ASKMD_") :] not in known:
+                found[name] = layer_name
+    said = []
+    for name, layer_name in found.items():
+        near = difflib.get_close_matches(name[len("ASKMD_") :], list(known), n=1)
+        hint = f"; did you mean {known[near[0]]}?" if near else ""
+        said.append(f"{name} (from {layer_name}{hint})")
+    return ", ".join(said)
+
+
 def _validate(s: Settings, origin: dict[str, str], need_knowledge_dir: bool) -> list[str]:
     def where(name: str) -> str:
         return origin.get(name, f"{env_name(name)} (default {default_text(name)})")
@@ -370,7 +393,9 @@ def _validate(s: Settings, origin: dict[str, str], need_knowledge_dir: bool) -> 
         problems.append(f"{where('chunk_size')}: the chunk size must be at least {MIN_CHUNK_SIZE}")
     if s.chunk_overlap < 0:
         problems.append(f"{where('chunk_overlap')}: the overlap cannot be negative")
-    elif s.chunk_overlap >= s.chunk_size:
+    elif s.chunk_overlap >= s.chunk_size and (
+        s.chunk_size >= MIN_CHUNK_SIZE or "chunk_overlap" in origin
+    ):  # a bad size is the one problem, unless the overlap was set too
         problems.append(
             f"{where('chunk_overlap')}: the overlap must be smaller than the chunk size "
             f"({s.chunk_size}); the default is {default_text('chunk_overlap')}"

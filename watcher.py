@@ -29,6 +29,7 @@ from watchfiles import Change as Event
 from watchfiles._rust_notify import RustNotify
 
 import notes
+from console import plural
 from errors import AskmdError, Busy, first_line
 
 QUIET_MS = 50  # a batch is applied once the folder has been quiet this long
@@ -78,7 +79,7 @@ class Change:
         ]
         said = ", ".join(parts)
         if said:
-            said += f" ({self.chunks_embedded} chunks embedded, {self.seconds:.2f} s)"
+            said += f" ({plural(self.chunks_embedded, 'chunk')} embedded, {self.seconds:.2f} s)"
         problems = "; ".join(f"{e['path']}: {e['reason']}" for e in self.errors)
         return "; ".join(p for p in (said, problems) if p)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -25,10 +26,17 @@ from settings import Settings  # noqa: E402
 from terms import content_terms  # noqa: E402
 
 K = 10
+# The old rule's words of dependence: any pronoun, demonstrative, or opening "and", "why"…
+_OLD_FOLLOW_UP = re.compile(
+    r"^\s*(?:and|also|what about|how about|then|so|but|same for|why)\b"
+    r"|\b(?:it|its|it's|that|this|those|these|they|them|their|there|he|she|one)\b"
+    r"|它|这个|那个|这些|那些|他们|她们|其中|^\s*(?:那|那么|还有|而|并且|另外)|呢[？?]?\s*$",
+    re.IGNORECASE,
+)
 
 
 def old_rule(question: str, history: list[answer.Turn]) -> str:
-    if answer._FOLLOW_UP.search(question) or len(set(content_terms(question))) <= 2:
+    if _OLD_FOLLOW_UP.search(question) or len(set(content_terms(question))) <= 2:
         return answer.merged_query(question, history)
     return question
 

@@ -488,10 +488,17 @@ HISTORY = [Turn("Which port does the API use?", "Which port does the API use?", 
         "what about its port?",
         "How do I restart it?",
         "那它呢？",
-        "redis backups",
+        "那怎么恢复呢？",
+        "第一周呢？",
+        "它几点运行？",
+        "what does that mean?",
+        "which worker does that?",
+        "when do I delete the old one?",
+        "what broke there?",
+        "why?",
     ],
 )
-def test_a_question_with_a_pronoun_or_few_words_may_lean_on_context(question: str) -> None:
+def test_a_question_that_points_back_may_lean_on_context(question: str) -> None:
     assert answer.leans_on_context(question)
 
 
@@ -501,9 +508,21 @@ def test_a_question_with_a_pronoun_or_few_words_may_lean_on_context(question: st
         "How are database backups scheduled nightly?",
         "Where is the Redis cache configured?",
         "数据库备份在什么时候进行？",
+        # short, but with a subject of its own: nothing points back
+        "what are properties?",
+        "what is a vault?",
+        "什么是属性？",
+        "redis backups",
+        "what is the capital of Australia?",
+        # "it", "that", "there", "this" that point at nothing said before
+        "is it possible to export all my photos?",
+        "what is the command that publishes notes?",
+        "is there a way to sync two folders?",
+        "how do I delete this note?",
+        "那个命令是什么？",
     ],
 )
-def test_a_question_with_enough_words_and_no_pronoun_stands_alone(question: str) -> None:
+def test_a_question_with_no_sign_of_dependence_stands_alone(question: str) -> None:
     assert not answer.leans_on_context(question)
     searched: list[str] = []
     query, _ = answer.resolve(question, HISTORY, lambda q: searched.append(q) or [API], None)
@@ -574,6 +593,32 @@ def test_an_ambiguous_question_is_searched_the_better_supported_way(
     assert chosen == expected
     assert hits == keyword_search(expected) and hits[0].source == source
     assert searched[-1] == chosen  # the query used is the last one searched
+
+
+PUBLISH = [
+    hit(1, "Publish your notes as a website: pick the notes and press Publish.", "Publish.md",
+        "Publish"),
+    hit(2, "Properties are key-value pairs at the top of a note.", "Properties.md",
+        "Properties"),
+    hit(3, "Publish can show a note's properties as a table on the website.", "Publish.md",
+        "Publish › Properties"),
+]  # fmt: skip
+
+
+def test_a_short_new_question_is_not_merged_with_the_one_before() -> None:
+    """A passage naming both topics once made "what are properties?" read as a follow-up."""
+    before = "how do I publish my notes as a website?"
+    searched: list[str] = []
+
+    def search(query: str) -> list[Hit]:
+        want = set(answer.content_terms(query))
+        found = [h for h in PUBLISH if want & set(answer.content_terms(h.text))]
+        searched.append(query)
+        return sorted(found, key=lambda h: -len(want & set(answer.content_terms(h.text))))
+
+    query, hits = answer.resolve("what are properties?", [Turn(before, before, "")], search, None)
+    assert (query, searched) == ("what are properties?", ["what are properties?"])
+    assert hits[0].source == "Properties.md"
 
 
 def test_ask_answers_a_new_short_question_on_its_own() -> None:

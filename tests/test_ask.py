@@ -707,6 +707,38 @@ def test_repl_searches_a_new_short_question_on_its_own(tmp_path: Path) -> None:
     assert "50 MB" not in metrics.split("\n- ", 1)[1]
 
 
+def test_repl_says_when_it_reads_a_question_as_a_follow_up(tmp_path: Path) -> None:
+    """A merged question is shown as searched, one dim line before its answer; a new one is
+    not (and a short question with its own subject is new)."""
+    kb = write_notes(tmp_path / "kb", FOLLOW_NOTES)
+    stdin = "what is the maximum upload size?\nand is that per photo?\nwhat is the metrics port?\n"
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "rag.py"), *where(kb)],
+        input=stdin, capture_output=True, text=True, env={**clean_env(), "COLUMNS": "200"},
+        cwd=tmp_path, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    said = '(read as a follow-up: "what is the maximum upload size? and is that per photo?")'
+    assert result.stdout.count("(read as a follow-up") == 1, result.stdout
+    before, after = result.stdout.split(said + "\n")
+    assert "50 MB per photo" in after.split("metrics", 1)[0]  # the answer comes after it
+    assert "9420" in after
+
+
+def test_repl_sources_shows_each_passage_in_full(tmp_path: Path) -> None:
+    """README promises /sources "in full": a passage of 900 characters is not cut at 600."""
+    body = " ".join(f"Upload rule {i} applies to photos." for i in range(26))
+    kb = write_notes(tmp_path / "kb", {"upload.md": f"# Uploads\n\n{body} Lastword here.\n"})
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "rag.py"), *where(kb)],
+        input="which upload rules apply to photos?\n/sources\n", capture_output=True,
+        text=True, env={**clean_env(), "COLUMNS": "200"}, cwd=tmp_path, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    sources = result.stdout.split("[1] ")[-1]
+    assert "Lastword here." in sources and " …" not in sources
+
+
 def test_the_sample_folder_answers_the_metrics_port_not_the_upload_size_again(
     tmp_path: Path,
 ) -> None:
@@ -784,7 +816,8 @@ def test_repl_rewrites_a_follow_up_and_answers_with_it(kb: Path, server: OpenAIS
     assert queries[-2:] == [["What port does the API use?"], [REWRITE]]
 
     out = result.stdout.splitlines()
-    assert out[:8] == answer_block(first) + answer_block(second)
+    read_as = f'(read as a follow-up: "{REWRITE}")'  # the rewrite, before its answer
+    assert out[:9] == answer_block(first) + [read_as] + answer_block(second)
     # /sources: every chunk retrieved for the last answer, best first, as in its prompt.
     listed = [m.groups() for m in map(re.compile(r"^\[(\d)\] -?\d\.\d{3} (.+)$").match, out) if m]
     labels = {n: source_label for n, (source_label, _) in prompt_sources(second).items()}

@@ -104,6 +104,16 @@ def test_dotenv_in_the_working_folder_is_read(run_rag, tmp_path: Path) -> None:
     assert (flagged["chunk_size"], flagged["chunk_overlap"]) == (500, 40)
 
 
+def test_a_misspelled_setting_in_dotenv_is_one_warning_line(run_rag, tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("ASKMD_TOPK=3\n")
+    (tmp_path / "n.md").write_text("text\n", encoding="utf-8")
+    result = run_rag("chunk", "n.md", "--json")
+    assert result.returncode == 0
+    assert result.stderr == (
+        "warning: unknown settings ignored: ASKMD_TOPK (from .env; did you mean ASKMD_TOP_K?)\n"
+    )
+
+
 def test_missing_knowledge_folder_is_one_line(run_rag) -> None:
     result = run_rag("--knowledge", "nowhere")
     assert result.returncode == 1
@@ -210,6 +220,41 @@ def _repl(kb: Path, server: OpenAIServer, stdin: str) -> subprocess.CompletedPro
         cwd=kb.parent,
         timeout=60,
     )
+
+
+def test_an_index_that_stored_waiting_vectors_says_so(run_rag, kb: Path, embed_server) -> None:
+    """No file changed, but the vectors a keyword-only run left were embedded: not "up to
+    date"."""
+    env = _index_env(embed_server)
+    where = ("--knowledge", str(kb), "--index-dir", str(kb.parent / "ix"))
+    assert run_rag(*where, "index", "--keyword-only", **env).returncode == 0
+    filled = run_rag(*where, "index", **env)
+    assert filled.returncode == 0, filled.stderr
+    assert re.fullmatch(
+        r"indexed: 2 unchanged; vectors stored for 3 chunks that were waiting; "
+        r"3 chunks in the index \(\d+\.\d s\)\n",
+        filled.stderr,
+    ), filled.stderr
+    again = run_rag(*where, "index", **env)
+    assert again.stderr.startswith("index up to date: 2 files, 3 chunks (")
+
+
+def test_global_options_work_after_the_command_too(run_rag, kb: Path, embed_server) -> None:
+    env = _index_env(embed_server)
+    ix = str(kb.parent / "ix")
+    result = run_rag(
+        "ask", "which port does the API listen on?", "--knowledge", str(kb), "--index-dir", ix,
+        "--json", "--no-watch", **env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["references"][0]["source"] == "guides/ports.md"
+    stats = json.loads(run_rag("stats", "--json", "--index-dir", ix, "--knowledge", str(kb)).stdout)
+    assert (stats["index_dir"], stats["chunks"]) == (ix, 3)  # found by the flags after `stats`
+    failed = run_rag("chunk", "missing.md", "--traceback")
+    assert failed.returncode == 1 and "Traceback" in failed.stderr
+    # before the command they still work, and a flag after it wins
+    both = run_rag("--knowledge", "nowhere", "stats", "--json", "--knowledge", str(kb), **env)
+    assert both.returncode == 0, both.stderr
 
 
 def test_repl_piped_debug_and_quit(run_rag, kb: Path, embed_server) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import re
 import select
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from mcp import Client, MCPError, StdioServerParameters
 
 import mcp_server
 import pipeline
+import version
 from settings import load_settings
 from tests.conftest import NOTES, ROOT, clean_env, index_once, write_notes
 from tests.openai_server import ChatScript, OpenAIServer
@@ -473,7 +475,9 @@ def test_stdout_carries_only_protocol_messages_and_closing_stdin_exits_0(tmp_pat
             "protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": {"name": "raw", "version": "0"},
         })  # fmt: skip
-        assert "serverInfo" in receive(server, 0)["result"]
+        info = receive(server, 0)["result"]["serverInfo"]
+        assert (info["name"], info["version"]) == ("askmd", version.__version__)
+        assert re.fullmatch(r"\d+\.\d+\.\d+", info["version"])
         server.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
         for n, (method, params) in enumerate(calls, start=1):
             send(server, method, n, params)

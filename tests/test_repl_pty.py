@@ -228,6 +228,17 @@ def test_ctrl_d_at_the_prompt_quits_with_status_0(repl) -> None:
     assert term.child.signalstatus is None
 
 
+@pytest.mark.parametrize("word", ["quit", "exit", ":q", "退出", " Exit "])
+def test_a_bare_quit_or_exit_leaves_instead_of_being_asked(repl, word: str) -> None:
+    script = ChatScript(ANSWER)
+    term = repl(script)
+    term.child.sendline(word)
+    term.child.expect(pexpect.EOF, timeout=10)
+    term.child.close()
+    assert term.child.exitstatus == 0
+    assert script.questions == []  # not answered as a question
+
+
 def test_ctrl_c_at_an_empty_prompt_does_not_quit(repl) -> None:
     script = ChatScript(ANSWER)
     term = repl(script)

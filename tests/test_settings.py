@@ -443,11 +443,11 @@ def test_a_bad_chunk_size_falls_back_to_the_default_for_the_overlap_check():
     ]
 
 
-def test_size_below_minimum_with_the_default_overlap_gives_two_lines():
+def test_size_below_minimum_is_one_line_not_two():
+    """The default overlap is above 99 too, but the size is what to fix."""
     assert settings.MIN_CHUNK_SIZE == 100
     assert problems({"ASKMD_CHUNK_SIZE": "99"}) == [
         "ASKMD_CHUNK_SIZE='99' (from environment): the chunk size must be at least 100",
-        "ASKMD_CHUNK_OVERLAP (default 200): " + OVERLAP_TOO_BIG.format(size=99),
     ]
 
 
@@ -538,3 +538,35 @@ def test_the_default_index_folder_follows_the_knowledge_folder(tmp_path, monkeyp
     assert loaded.index_dir.parent == tmp_path / "data" / "askmd"
     assert loaded.index_dir.name.startswith(tmp_path.name[:40])
     assert settings.default_text("index_dir") == ""  # .env.example: empty means per folder
+
+
+def test_unknown_askmd_names_are_warned_about_once_with_the_nearest_known_one(
+    tmp_path: Path, kdir: Path
+) -> None:
+    path = dotenv(tmp_path, "ASKMD_TOPK=3\nASKMD_CHUNK_SIZE=400\nOTHER=1\n")
+    said: list[str] = []
+    s = load_settings(
+        {"ASKMD_KNOWLEDGE_DIR": str(kdir), "ASKMD_WACH": "0", "ASKMD_ZZZZZZZZ": "1"},
+        path,
+        warn=said.append,
+    )
+    assert s.top_k == 5 and s.chunk_size == 400  # the misspelled name changes nothing
+    assert said == [
+        f"unknown settings ignored: ASKMD_TOPK (from {path}; did you mean ASKMD_TOP_K?), "
+        "ASKMD_WACH (from environment; did you mean ASKMD_WATCH?), "
+        "ASKMD_ZZZZZZZZ (from environment)"
+    ]
+    quiet: list[str] = []
+    load_settings({"ASKMD_TOP_K": "3"}, None, warn=quiet.append, need_knowledge_dir=False)
+    assert quiet == []
+
+
+def test_a_bad_chunk_size_is_reported_without_its_knock_on_overlap_error() -> None:
+    assert problems({"ASKMD_CHUNK_SIZE": "-5"}) == [
+        "ASKMD_CHUNK_SIZE='-5' (from environment): the chunk size must be at least 100"
+    ]
+    # a good size with a bad overlap is still reported
+    assert problems({"ASKMD_CHUNK_SIZE": "300", "ASKMD_CHUNK_OVERLAP": "300"}) == [
+        "ASKMD_CHUNK_OVERLAP='300' (from environment): the overlap must be smaller than the "
+        "chunk size (300); the default is 200"
+    ]

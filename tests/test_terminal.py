@@ -325,6 +325,8 @@ def test_index_progress_counts_files_and_ctrl_c_says_what_was_kept(tmp_path, ser
             said,
         )
         assert kept and int(kept.group(1)) == 300 and int(kept.group(2)) < 300, said
+        after = term.screen.split("run again to continue", 1)[1]
+        assert "vectors" not in after and "files" not in after, after  # the bar was stopped
     finally:
         if child.isalive():
             child.terminate(force=True)
@@ -371,3 +373,28 @@ def test_a_long_step_with_no_count_is_named_beside_the_files_bar(
     progress.step("")
     assert progress.bar.tasks[0].fields["eta"] == ""
     progress.finish()
+
+
+def test_ctrl_c_stops_the_sync_bars_before_saying_what_was_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The "interrupted:" line is the last thing shown: a bar still running (a sync that
+    has not reached its own finish) is stopped first, and is not started again after."""
+    import io
+
+    from rich.console import Console
+
+    import console
+
+    screen = io.StringIO()
+    monkeypatch.setattr(console, "err", Console(file=screen, force_terminal=True, width=100))
+    progress = console.SyncProgress()
+    progress.start(3, 0)
+    progress.filling(10)
+    progress.advance(chunks=4)
+    console.interrupted(10, 4)
+    progress.filling(6)  # what an unwinding sync may still report
+    progress.advance(chunks=2)
+    progress.finish()
+    after = screen.getvalue().split("run again to continue", 1)[1]
+    assert "vectors" not in after and "files" not in after, after

@@ -242,6 +242,21 @@ def test_tag_filters_search_and_ask_from_the_cli(run_rag, tmp_path):
     assert {r["source"] for r in json.loads(ask.stdout)["references"]} == {"gamma.md"}
 
 
+def test_a_tag_no_note_has_is_named_with_the_nearest_tags(run_rag, tmp_path):
+    kb = write_notes(tmp_path / "kb", TAGGED)
+    args = ("--knowledge", str(kb), "--index-dir", str(tmp_path / "ix"))
+    near = run_rag(*args, "search", "deploy", "--tag", "#persnal")
+    assert near.returncode == 0, near.stderr
+    assert near.stdout.splitlines()[-1] == "no note has the tag #persnal (nearest: #personal)"
+    far = run_rag(*args, "search", "deploy", "--tag", "nosuchtag")
+    assert " ".join(far.stdout.split()).endswith(  # wrapped at 80 columns
+        "no note has the tag #nosuchtag (tags in the notes: #personal, #project/alpha, "
+        "#project/beta)"
+    )
+    known = run_rag(*args, "search", "deploy", "--tag", "project")  # a parent of two tags
+    assert "no note has" not in known.stdout and "alpha.md" in known.stdout
+
+
 def test_tag_filter_over_the_api(tmp_path):
     from tests.serving import Server
 

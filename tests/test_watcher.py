@@ -69,7 +69,7 @@ def test_an_edit_is_searchable_when_its_change_is_reported(live: Live) -> None:
     assert (change.changed, change.added, change.deleted) == (["bread.md"], [], [])
     assert change.chunks_embedded == 1
     assert live.sources("rye flour")[0] == "bread.md"
-    assert "changed bread.md (1 chunks embedded" in change.line()
+    assert "changed bread.md (1 chunk embedded" in change.line()
 
 
 def test_a_new_note_is_added_and_a_deleted_one_leaves(live: Live) -> None:
