@@ -34,27 +34,33 @@ PASSAGES = 5  # the top passages read for the decision and the extractive answer
 MAX_SENTENCES = 80  # sentences embedded per question, best-ranked passages first
 SENTENCE_CHARS = 400  # a sentence is embedded from its start up to this many characters
 # Whether each top passage is embedded whole too (heading chain and text), beside its
-# sentences: most of the decision's time, for little (BENCHMARKS.md, "Declining").
+# sentences: off, since it took three to six times as long (five passages of up to 256
+# tokens against a few dozen short sentences) and the lines were measured without it.
 WHOLE_PASSAGES = False
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """Where a model's cosines say "this answers": `low` is the best similarity an
-    unanswerable question usually reaches, `high` what an answerable one usually passes.
-    Confidence is 0.5 at their middle (see `confidence`)."""
+    """Where cosines say "this answers" for one way of reading: `line` is the similarity
+    at which an answer is as likely as not (confidence 0.5), `spread` how fast confidence
+    moves away from it."""
 
-    low: float
-    high: float
+    line: float
+    spread: float = 0.05
 
 
-# Measured on answerable and unanswerable question sets (bench/answers, BENCHMARKS.md
-# "Declining"); ASKMD_MIN_CONFIDENCE moves the line.
-CALIBRATION = {
-    models.MINILM.id: Calibration(0.40, 0.55),
-    models.USE.id: Calibration(0.40, 0.55),
-}
-UNMEASURED = Calibration(0.40, 0.55)
+# How a question is read: its script and its passages' (same: both Latin or both CJK;
+# cross: one of each). The lines were measured on the answer sets (bench/answers,
+# BENCHMARKS.md "Declining"): each declines about 3% of the answerable questions.
+# Cosines across languages run lower, hence their lower lines.
+ENGLISH = Calibration(0.40)  # MiniLM, a Latin-script question and passages
+CJK = Calibration(0.375)  # the multilingual model, a CJK question and CJK passages
+CJK_OF_ENGLISH = Calibration(0.21)  # ..., a CJK question about English passages
+ENGLISH_OF_CJK = Calibration(0.36)  # ..., a Latin-script question about CJK passages
+MIN_CONFIDENCE = 0.5
+# How much the coverage of the question's rarer words lifts a confidence below 1: an
+# identifier or name the model reads poorly, found word for word.
+COVERAGE_WEIGHT = 0.3
 
 
 def local_models(embedder: Embedder) -> tuple[Callable[[], Embedder], Callable[[], Embedder]]:
@@ -137,15 +143,17 @@ class Grounding:
 
     # --- reading in the right model ---------------------------------------------------
 
-    def reader(self, question: str, texts: Sequence[str] = ()) -> Embedder:
-        """The model that reads this question and these texts: the multilingual one when
-        either is mostly CJK (an English-only model's vectors of Chinese text are noise)."""
-        cjk = cjk_share(question) >= CJK_TEXT or (
-            bool(texts) and sum(cjk_share(t) >= CJK_TEXT for t in texts) * 2 > len(texts)
-        )
-        if cjk and self.multilingual is not None:
-            return self.multilingual()
-        return self.english()
+    def reader(self, question: str, texts: Sequence[str] = ()) -> tuple[Embedder, Calibration]:
+        """The model that reads this question with these texts, and its calibration: the
+        multilingual one when either is mostly CJK (an English-only model's vectors of
+        Chinese text are noise)."""
+        asks_cjk = cjk_share(question) >= CJK_TEXT
+        says_cjk = bool(texts) and sum(cjk_share(t) >= CJK_TEXT for t in texts) * 2 > len(texts)
+        if (asks_cjk or says_cjk) and self.multilingual is not None:
+            if asks_cjk:
+                return self.multilingual(), CJK if says_cjk else CJK_OF_ENGLISH
+            return self.multilingual(), ENGLISH_OF_CJK
+        return self.english(), ENGLISH
 
     def cosines(self, question: str, texts: Sequence[str], model: Embedder) -> np.ndarray:
         """The cosine of the question with each text (vectors are unit length)."""
@@ -170,12 +178,12 @@ class Grounding:
                     found.append(sentence)
         found = found[:MAX_SENTENCES]
         passages = [_headed(hit) for hit in top] if WHOLE_PASSAGES else []
-        model = self.reader(question, [hit.text for hit in top])
+        model, calibration = self.reader(question, [hit.text for hit in top])
         scores = self.cosines(question, [*found, *passages], model)
         by_sentence = {s: float(v) for s, v in zip(found, scores, strict=False)}
         similarity = float(scores.max()) if len(scores) else 0.0
         coverage = max(self.coverage(question, hit) for hit in top)
-        confidence = combined(similarity, coverage, CALIBRATION.get(model.id, UNMEASURED))
+        confidence = combined(similarity, coverage, calibration)
         return Verdict(
             confidence >= self.min_confidence,
             confidence,
@@ -199,38 +207,36 @@ class Grounding:
 
     # --- is a claim supported? --------------------------------------------------------
 
+    def supports(self, claim: str, hit: Hit) -> bool:
+        """Whether passage `hit` says what the claim says (`supported` >= SUPPORTED)."""
+        return self.supported(claim, hit) >= SUPPORTED
+
     def supported(self, claim: str, hit: Hit) -> float:
         """How well passage `hit` supports one sentence of an answer, 0..1: its best
         sentence's cosine with the claim, read against the model's calibration, together
         with the share of the claim's words the passage holds (`combined`)."""
         found = self.split(hit.text)[:MAX_SENTENCES] or [hit.text]
         texts = [*found, _headed(hit)]
-        model = self.reader(claim, [hit.text])
+        model, calibration = self.reader(claim, [hit.text])
         similarity = float(self.cosines(claim, texts, model).max())
-        return combined(similarity, self.coverage(claim, hit), SUPPORT)
+        line = Calibration(calibration.line + SUPPORT_MARGIN, calibration.spread)
+        return combined(similarity, self.coverage(claim, hit), line)
 
 
 # A claim is a statement, not a question: its cosine with the sentence it restates runs
-# higher than a question's with its answer. Measured on right and wrong citations built
-# from the answer sets (BENCHMARKS.md, "Citation check").
-SUPPORT = Calibration(0.45, 0.65)
+# higher than a question's with its answer, so its line is this much above the
+# question's. Measured on right and wrong citations built from the answer sets
+# (bench/citations_bench.py, BENCHMARKS.md "Citation check").
+SUPPORT_MARGIN = 0.1
 SUPPORTED = 0.5
 
 
 def combined(similarity: float, coverage: float, calibration: Calibration) -> float:
-    """One confidence, 0..1, from the two measures: the similarity placed on the model's
-    calibrated scale (0.5 at the middle of `low`..`high`), raised by the coverage of the
-    question's rare words when the meaning is near (an identifier or name the dense side
-    reads poorly), and never above what a passage with none of the question's words
-    could reach on meaning alone."""
-    middle = (calibration.low + calibration.high) / 2
-    spread = max(1e-6, (calibration.high - calibration.low) / 2)
-    meaning = 1 / (1 + math.exp(-3 * (similarity - middle) / spread))
-    words = coverage * (1 - meaning) * COVERAGE_WEIGHT
-    return max(0.0, min(1.0, meaning + words))
-
-
-COVERAGE_WEIGHT = 0.5
+    """One confidence, 0..1: the similarity placed on the reading's calibrated scale (a
+    logistic curve, 0.5 at its line), raised by COVERAGE_WEIGHT of the question's rarer
+    words the passages hold, for the share of the way to 1 that meaning left."""
+    meaning = 1 / (1 + math.exp(-(similarity - calibration.line) / calibration.spread))
+    return max(0.0, min(1.0, meaning + coverage * (1 - meaning) * COVERAGE_WEIGHT))
 
 
 def _share(wanted: list[str], held: set[str], idf: dict[str, float]) -> float:

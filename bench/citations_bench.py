@@ -7,8 +7,8 @@ the top 5 passages are retrieved as `ask` retrieves them; the passage holding th
 answer word for word is the right one to cite. The gold sentence cited to it is a right
 citation; cited to another of the top 5 passages (one that does not hold it: the mistake
 a model makes, citing the neighbour on the same topic) it is a wrong one. Prints, per
-set, the share of wrong citations flagged and of right ones flagged, at
-grounding.SUPPORTED and at a few other lines, and the check's time per claim.
+set, the share of wrong citations flagged and of right ones flagged with
+grounding.SUPPORT_MARGIN (then with a few other margins), and the check's time per claim.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import evaluate  # noqa: E402
 import grounding  # noqa: E402
 from bench.answers_bench import SETS, SETS_DIR, open_index  # noqa: E402
 
-LINES = (0.3, 0.4, 0.5, 0.6)
+MARGINS = (0.0, 0.05, 0.1, 0.15, 0.2)
 
 
 def pairs(index, queries):
@@ -51,26 +51,27 @@ def main() -> None:
             continue
         index = open_index(folder, Path("/tmp/askmd-bench"), {})
         ground = index.grounding()
-        right_scores, wrong_scores, took = [], [], []
-        for claim, right, wrong in pairs(index, evaluate.read_queries(path, answers=True)):
-            began = time.perf_counter()
-            right_scores.append(ground.supported(claim, right))
-            took.append(time.perf_counter() - began)
-            wrong_scores += [ground.supported(claim, w) for w in wrong]
-        if not right_scores:
+        cases = list(pairs(index, evaluate.read_queries(path, answers=True)))
+        if not cases:
             continue
-        line = grounding.SUPPORTED
-        print(
-            f"| {name} | {len(right_scores)} | {len(wrong_scores)} "
-            f"| {_below(wrong_scores, line):.3f} | {_below(right_scores, line):.3f} "
-            f"| {1000 * sum(took) / len(took):.0f} |",
-            flush=True,
-        )
-        for other in LINES:
+        chosen = grounding.SUPPORT_MARGIN
+        for margin in (chosen, *(m for m in MARGINS if m != chosen)):
+            grounding.SUPPORT_MARGIN = margin
+            right_scores, wrong_scores, took = [], [], []
+            for claim, right, wrong in cases:
+                began = time.perf_counter()
+                right_scores.append(ground.supported(claim, right))
+                took.append(time.perf_counter() - began)
+                wrong_scores += [ground.supported(claim, w) for w in wrong]
+            label = name if margin == chosen else f"  margin {margin}"
+            line = grounding.SUPPORTED
             print(
-                f"|   at {other} | | | {_below(wrong_scores, other):.3f} "
-                f"| {_below(right_scores, other):.3f} | |"
+                f"| {label} | {len(right_scores)} | {len(wrong_scores)} "
+                f"| {_below(wrong_scores, line):.3f} | {_below(right_scores, line):.3f} "
+                f"| {1000 * sum(took) / len(took):.0f} |",
+                flush=True,
             )
+        grounding.SUPPORT_MARGIN = chosen
 
 
 def _below(scores: list[float], line: float) -> float:
