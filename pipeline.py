@@ -31,6 +31,7 @@ import grounding
 import index_home
 import indexer
 import manifest as manifest_file
+import notes
 import rerank
 import retriever
 import vault
@@ -229,6 +230,10 @@ class Index:
                 f"the index folder {self.settings.index_dir} is read-only: it can be searched "
                 "but not updated (make it writable, or point --index-dir at another folder)"
             )
+        if paths is None and not rebuild and not self.has_index():
+            found, skipped = self._notes()
+            if not found:  # nothing to keep: a folder with no notes leaves no index behind
+                return indexer.SyncReport(files_skipped=skipped)
         # An index holding another folder's notes is never wiped; one made here is marked
         # as this folder's before anything is written into it.
         index_home.check_owner(self.settings.index_dir, self.settings.knowledge_dir, rebuild)
@@ -258,6 +263,14 @@ class Index:
             self.filler.wake()
         return report
 
+    def has_index(self) -> bool:
+        """Whether this folder has an index yet (one is made with its first note)."""
+        return (self.settings.index_dir / manifest_file.MANIFEST).exists()
+
+    def _notes(self) -> tuple[list[str], list[notes.Skipped]]:
+        s = self.settings
+        return notes.find(s.knowledge_dir, s.include, s.exclude, follow_symlinks=s.follow_symlinks)
+
     def _fill_few(
         self,
         report: indexer.SyncReport,
@@ -267,6 +280,8 @@ class Index:
     ) -> int:
         """Store the missing vectors here and now when at most `limit` wait (seconds of
         embedding), adding what was done to `report`; how many still wait."""
+        if not self.has_index():
+            return 0
         waiting = self.manifest.pending()
         if waiting <= limit and indexer.needs_filling(self.settings, self.manifest):
             filled = self.sync(progress=progress, wait=wait, vectors=True, windows_too=False)
@@ -302,7 +317,7 @@ class Index:
     def fill_in_background(self, on_error: Callable[[str], None] = lambda message: None) -> None:
         """Store the missing vectors on a background thread, a small group at a time,
         while searches rank by keyword; `on_error` hears once why it stopped, if it fails."""
-        if self.read_only or self.filler is not None:
+        if self.read_only or self.filler is not None or not self.has_index():
             return
         from filler import Filler
 
@@ -348,6 +363,8 @@ class Index:
 
     def filling(self) -> dict:
         """How far the vectors are: {"chunks", "chunks_embedded", "keyword_ready"}."""
+        if not self.has_index():
+            return {"chunks": 0, "chunks_embedded": 0, "keyword_ready": False}
         m = self.manifest
         return {
             "chunks": m.total_chunks(),
@@ -447,6 +464,8 @@ class Index:
         filters: retriever.Filters | None = None,
     ) -> list[retriever.Hit]:
         check_length(query, "the query")
+        if not self.has_index():
+            return []  # no notes yet: nothing to find, and no index to make for it
         self.follow()
         try:
             return self._search(query, k, mode, filters)

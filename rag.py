@@ -257,6 +257,68 @@ def cmd_links(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_indexes(args: argparse.Namespace, settings: Settings) -> int:
+    """List the indexes under the data home, or remove some: each folder tried keeps one."""
+    if getattr(args, "indexes_action", None) == "remove":
+        return _remove_indexes(args)
+    found = index_home.list_indexes()
+    if args.json:
+        console.print_json({"indexes_dir": str(index_home.indexes_home()), "indexes": found})
+        return 0
+    home = index_home.indexes_home()
+    if not found:
+        print(f"no indexes in {home}")
+        return 0
+    print(f"indexes in {home}:")
+    width = max(len(i["folder"] or i["index_dir"]) for i in found)
+    for i in found:
+        gone = "" if i["exists"] else "folder missing · "
+        files, chunks = _plural(i["files"], "file"), _plural(i["chunks"], "chunk")
+        used = (i["last_used"] or "?")[:16].replace("T", " ")
+        print(f"  {i['folder'] or i['index_dir']:<{width}}  {gone}{files}, {chunks}, "
+              f"{_megabytes(i['bytes'])}, last used {used}")  # fmt: skip
+    missing = sum(not i["exists"] for i in found)
+    total = _megabytes(sum(i["bytes"] for i in found))
+    hint = f"; {missing} of a missing folder (rag.py indexes remove --missing)" if missing else ""
+    print(f"{_plural(len(found), 'index', 'indexes')}, {total}{hint}")
+    return 0
+
+
+def _remove_indexes(args: argparse.Namespace) -> int:
+    if args.missing:
+        chosen = [i for i in index_home.list_indexes() if i["folder"] and not i["exists"]]
+        if not chosen:
+            print("no index of a missing folder")
+            return 0
+    else:
+        chosen = index_home.find_indexes(Path(args.folder).expanduser())
+        if not chosen:
+            raise AskmdError(
+                f"no index of {Path(args.folder).expanduser().resolve()} in "
+                f"{index_home.indexes_home()} (rag.py indexes lists them)"
+            )
+    refused: AskmdError | None = None
+    for i in chosen:
+        try:
+            index_home.remove_index(Path(i["index_dir"]))
+        except AskmdError as exc:
+            refused = refused or exc
+            continue
+        size = _megabytes(i["bytes"])
+        print(f"removed the index of {i['folder'] or '?'} ({size}, {i['index_dir']})")
+    if refused is not None:
+        raise refused
+    return 0
+
+
+def _plural(n: int, word: str, plural: str = "") -> str:
+    return f"{n:,} {word if n == 1 else plural or word + 's'}"
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1e6:.1f} MB"
+
+
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     """Serve the HTTP API and the web page over the same index."""
     import server
@@ -489,8 +551,7 @@ def _enable_history(path: Path) -> None:
         import readline
     except ImportError:
         return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    try:  # saved only once the index folder exists: a folder with no notes gets none
         if path.exists():
             readline.read_history_file(path)
         readline.set_history_length(1000)
@@ -699,9 +760,41 @@ def build_parser() -> argparse.ArgumentParser:
         "to the trash)",
     )
     mcp.set_defaults(run=cmd_mcp)
+    _add_indexes_command(commands)
     for command in commands.choices.values():  # `ask "…" --knowledge DIR` works too
         _add_global_options(command, after_command=True)
     return parser
+
+
+def _add_indexes_command(commands) -> None:
+    indexes = commands.add_parser(
+        "indexes",
+        help="list the indexes kept for the folders askmd was used on, or remove some",
+        description="List the indexes under ~/.local/share/askmd/ ($XDG_DATA_HOME/askmd): "
+        "each one's folder, whether it still exists, files, chunks, size on disk and last "
+        "use. 'indexes remove FOLDER' deletes a folder's index (never its notes); "
+        "'indexes remove --missing' those of folders that no longer exist.",
+    )
+    indexes.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"indexes_dir", "indexes": [{"folder", "exists", "files", "chunks", '
+        '"bytes", "last_used", "index_dir"}]}',
+    )
+    indexes.set_defaults(run=cmd_indexes, need_knowledge_dir=False)
+    actions = indexes.add_subparsers(dest="indexes_action", metavar="ACTION")
+    remove = actions.add_parser(
+        "remove",
+        help="delete the index of FOLDER, or of every folder that no longer exists",
+        description="Delete an index folder (the notes are never touched). An index another "
+        "askmd process is writing is left alone, with one line saying which.",
+    )
+    which = remove.add_mutually_exclusive_group(required=True)
+    which.add_argument(
+        "folder", nargs="?", metavar="FOLDER", help="the notes folder (or the index folder)"
+    )
+    which.add_argument("--missing", action="store_true", help="every index whose folder is gone")
+    remove.set_defaults(json=False)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -359,6 +359,9 @@ class Watcher:
         self._said.update(unread)
 
     def _snapshot(self) -> dict[str, str]:
+        if not self.index.has_index():  # a folder with no notes yet: none known, none made
+            self._folders = set()
+            return {}
         known = {s: rec.md5 for s, rec in self.index.manifest.files().items()}
         self._folders = {str(parent) for s in known for parent in PurePosixPath(s).parents}
         self._folders.discard(".")

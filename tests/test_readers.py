@@ -162,6 +162,62 @@ def test_chinese_pdf_comes_out_in_reading_order(tmp_path: Path) -> None:
     assert "配置文件位于主目录中。" in note.text.split("\n")
 
 
+# A manual printed with no outline: headings are only bigger type, and each paragraph
+# wraps over several printed lines. "Chain care" starts page 2.
+BIKE_HTML = """<html><head><meta charset="utf-8"><style>body { width: 30em }</style></head>
+<body><h1>Bicycle care</h1><h2>Brake pads</h2>
+<p>Check the pads every month. Disc pads need replacing below 1.5 mm of material. Rim pads
+wear faster in the rain and should be checked after every wet ride.</p>
+<h2 style="break-before: page">Chain care</h2>
+<p>Clean the chain with a rag, then oil it lightly, one drop on each roller of the chain,
+turning the pedals backwards.</p><h3>Storage</h3><p>Keep the bike dry.</p></body></html>"""
+
+
+def test_pdf_wrapped_lines_are_sentences_and_big_type_is_headings(tmp_path: Path) -> None:
+    from answer import sentences
+
+    note = read(chromium_pdf(BIKE_HTML, tmp_path / "bike.pdf", outline=False))
+    lines = note.text.split("\n")
+    # A paragraph wrapped over printed lines is one line again: its sentences are whole.
+    assert (
+        "Check the pads every month. Disc pads need replacing below 1.5 mm of material. "
+        "Rim pads wear faster in the rain and should be checked after every wet ride."
+    ) in lines
+    assert "# Bicycle care" in lines and "## Brake pads" in lines and "### Storage" in lines
+    chunks = {c.chain_text: c for c in split_note(note, size=300, overlap=0)}
+    assert set(chunks) == {
+        "Bicycle care > Brake pads", "Bicycle care > Chain care",
+        "Bicycle care > Chain care > Storage",
+    }  # fmt: skip
+    # The pages stay right after the joining.
+    assert (
+        chunks["Bicycle care > Brake pads"].page_start,
+        chunks["Bicycle care > Brake pads"].page_end,
+    ) == (1, 1)
+    assert chunks["Bicycle care > Chain care"].page_start == 2
+    assert chunks["Bicycle care > Chain care > Storage"].page_end == 2
+    # A heading is never a sentence an extractive answer could quote.
+    quotable = [s for c in chunks.values() for s in sentences(c.text)]
+    assert "Disc pads need replacing below 1.5 mm of material." in quotable
+    assert not {"Bicycle care", "Brake pads", "Chain care", "Storage"} & set(quotable)
+
+
+def test_an_extractive_answer_from_a_pdf_quotes_whole_sentences_and_no_heading(
+    run_rag, tmp_path: Path
+) -> None:
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    chromium_pdf(BIKE_HTML, kb / "bike.pdf", outline=False)
+    where = ("--knowledge", str(kb), "--index-dir", str(tmp_path / "ix"))
+    asked = run_rag(*where, "ask", "when do disc brake pads need replacing?", "--json")
+    assert asked.returncode == 0, asked.stderr
+    result = json.loads(asked.stdout)
+    assert "Disc pads need replacing below 1.5 mm of material. [1]" in result["answer"]
+    for heading in ("Bicycle care", "Brake pads", "Chain care", "Storage"):
+        assert f"{heading} [" not in result["answer"]
+    assert result["references"][0]["page_start"] == 1
+
+
 # --- bad files -----------------------------------------------------------------------------
 
 

@@ -229,3 +229,75 @@ def test_a_server_with_a_token_asks_for_it_then_works(tmp_path, browser) -> None
         page.wait_for_selector(".turn .references li")
         assert "8420" in page.locator(".turn .answer").inner_text()
         context.close()
+
+
+# An answer in the Markdown an LLM writes: a fence inside a list item, nested lists, a
+# table, Chinese, and HTML quoted from a note (which must stay text).
+MARKDOWN_ANSWER = """\
+- To embed a note: [1]
+  ```md
+  ![[Internal links]]
+  ```
+- You can also link to a heading [1]
+- Or to a block [2]
+  - nested one [1]
+  - nested two [2]
+
+| setting | port |
+| --- | --- |
+| API | 8420 [1] |
+
+端口是 8420。[1]
+
+<img src=x onerror="window.injected=1"><script>window.injected=2</script>
+"""
+
+
+def markdown_answer(body: dict) -> Iterator[dict]:
+    """The chat route: MARKDOWN_ANSWER in 7-character pieces, so fences arrive split."""
+    for start in range(0, len(MARKDOWN_ANSWER), 7):
+        time.sleep(0.005)
+        piece = MARKDOWN_ANSWER[start : start + 7]
+        yield {
+            "id": "c2",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": body["model"],
+            "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}],
+        }
+
+
+def test_markdown_in_an_answer_renders_as_markdown_with_citations_clickable(
+    site, llm: OpenAIServer, page
+) -> None:
+    llm.routes["/v1/chat/completions"] = markdown_answer
+    try:
+        page.goto(site.url)
+        page.fill("#question", "What port does the API listen on?")
+        page.click("#ask")
+        page.wait_for_selector(".turn .references li")
+    finally:
+        llm.routes["/v1/chat/completions"] = slow_answer
+    answer = page.locator(".turn .answer").first
+    # The fence is one code block inside the first item, and nothing after it is code.
+    assert "```" not in answer.inner_text()
+    code = answer.locator("li pre code")
+    assert code.count() == 1 and code.inner_text().strip() == "![[Internal links]]"
+    assert answer.locator("pre li, pre button").count() == 0
+    also = answer.locator("li", has_text="You can also link to a heading")
+    assert also.locator("button.cite").count() == 1
+    assert answer.locator("ul ul li").count() == 2  # the nested list
+    assert answer.locator("table td button.cite").count() == 1
+    assert answer.locator("th").first.inner_text() == "setting"
+    chinese = answer.locator("p", has_text="端口是 8420。")
+    assert chinese.locator("button.cite").inner_text() == "[1]"
+    # HTML quoted from a note is shown as text, never run.
+    assert answer.locator("img, script").count() == 0
+    assert "<img src=x" in answer.inner_text()
+    assert page.evaluate("window.injected") is None
+    # A citation in a nested item opens its reference.
+    answer.locator("ul ul li", has_text="nested two").locator("button.cite").click()
+    dialog = page.locator("dialog#reference")
+    dialog.wait_for(state="visible")
+    assert page.locator("#ref-title").inner_text().startswith("[2] ")
+    assert page.errors == []

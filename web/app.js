@@ -71,44 +71,43 @@ function escapeHtml(text) {
   return text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
 }
 
-// Inline Markdown on escaped text: `code`, **bold**, and [n] citations as buttons.
-function inline(text) {
-  return text
-    .split(/(`[^`\n]+`)/)
-    .map((part) => {
-      if (/^`[^`\n]+`$/.test(part)) return `<code>${escapeHtml(part.slice(1, -1))}</code>`;
-      return escapeHtml(part)
-        .replace(/\*\*([^*\n]+)\*\*/g, "<strong>$1</strong>")
-        .replace(/\[(\d{1,3})\]/g, (_, n) => `<button type="button" class="cite" data-n="${n}" aria-label="source ${n}">[${n}]</button>`);
-    })
-    .join("");
+// Answers are Markdown, rendered by markdown-it (web/vendor/, no build step). Raw HTML is
+// off, since an answer quotes notes; so are images (they would be fetched from elsewhere)
+// and reference definitions (a line "[1]: …" in an answer is text, not a hidden link).
+const md = window.markdownit({ html: false, breaks: true }).disable(["image", "reference"]);
+
+// `[n]` in the answer's text (not in its code) becomes a button that opens source n.
+md.core.ruler.push("citations", (state) => {
+  for (const block of state.tokens) {
+    if (block.type !== "inline") continue;
+    block.children = block.children.flatMap((token) => (token.type === "text" ? citations(state, token) : [token]));
+  }
+});
+
+function citations(state, token) {
+  const parts = token.content.split(/\[(\d{1,3})\]/);
+  if (parts.length === 1) return [token];
+  return parts
+    .map((part, i) => Object.assign(new state.Token(i % 2 ? "cite" : "text", "", 0), { content: part }))
+    .filter((piece) => piece.content);
 }
 
-// A small, safe subset of Markdown: fences, headings, lists, paragraphs.
-function markdown(text) {
-  const html = [];
-  const blocks = text.replace(/\r\n?/g, "\n").split(/(```[^\n]*\n[\s\S]*?(?:\n```|$))/);
-  for (const block of blocks) {
-    if (block.startsWith("```")) {
-      const body = block.replace(/^```[^\n]*\n/, "").replace(/\n```$/, "");
-      html.push(`<pre><code>${escapeHtml(body)}</code></pre>`);
-      continue;
-    }
-    for (const para of block.split(/\n{2,}/)) {
-      const lines = para.split("\n").filter((l) => l.trim());
-      if (!lines.length) continue;
-      if (lines.every((l) => /^\s*([-*+]|\d+[.)])\s+/.test(l))) {
-        const tag = /^\s*\d/.test(lines[0]) ? "ol" : "ul";
-        const items = lines.map((l) => `<li>${inline(l.replace(/^\s*([-*+]|\d+[.)])\s+/, ""))}</li>`);
-        html.push(`<${tag}>${items.join("")}</${tag}>`);
-      } else if (lines.length === 1 && /^#{1,6}\s/.test(lines[0])) {
-        html.push(`<h4>${inline(lines[0].replace(/^#+\s*/, ""))}</h4>`);
-      } else {
-        html.push(`<p>${lines.map(inline).join("<br>")}</p>`);
-      }
+md.renderer.rules.cite = (tokens, idx) => {
+  const n = tokens[idx].content; // digits only
+  return `<button type="button" class="cite" data-n="${n}" aria-label="source ${n}">[${n}]</button>`;
+};
+
+// An answer's headings sit below the question's (h2) and the references' (h3).
+md.core.ruler.push("heading_levels", (state) => {
+  for (const token of state.tokens) {
+    if (token.type === "heading_open" || token.type === "heading_close") {
+      token.tag = `h${Math.min(6, Number(token.tag.slice(1)) + 3)}`;
     }
   }
-  return html.join("");
+});
+
+function markdown(text) {
+  return md.render(text);
 }
 
 function where(item) {
