@@ -788,7 +788,7 @@ def extractive(
     per_hit: Counter[int] = Counter()
     for i in ranked:
         n, sentence = candidates[i][:2]
-        if len(chosen) == max_sentences:
+        if len(chosen) == max_sentences or scores[i] < RELATIVE * scores[ranked[0]]:
             break
         if per_hit[n] < PER_PASSAGE and sentence not in {candidates[j][1] for j in chosen}:
             chosen.append(i)
@@ -837,12 +837,13 @@ def extractive(
 # with the sentence that answers them; measured with eval --answers (BENCHMARKS.md,
 # "Extractive answers by meaning").
 # Over the answer sets (gold recall, answer / top chunk length; before: lexical only,
-# two a passage): Obsidian EN 0.448 -> 0.553 (0.58 -> 0.67), Chinese questions of English
-# notes 0.312 -> 0.392 (0.62 -> 0.78), tldr ZH 0.376 -> 0.530 (0.21 -> 0.33).
+# two a passage): Obsidian EN 0.448 -> 0.548 (0.58 -> 0.65), Chinese questions of English
+# notes 0.312 -> 0.390 (0.62 -> 0.72), tldr ZH 0.376 -> 0.526 (0.21 -> 0.33).
 LEXICAL = 0.5
 MEANING = 1.0
 MEANING_FLOOR = 0.1
 PER_PASSAGE = 3  # sentences quoted from one passage, at most
+RELATIVE = 0.6  # a sentence scoring under this share of the best one is not quoted
 
 
 # A "how do I…" question is answered by a step, not by a definition: "To register a
