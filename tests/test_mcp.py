@@ -535,3 +535,62 @@ def receive(server: subprocess.Popen, n: int) -> dict:
 def test_rag_mcp_is_in_the_help(run_rag) -> None:
     shown = run_rag("--help")
     assert "mcp" in shown.stdout and "--allow-write" in run_rag("mcp", "--help").stdout
+
+
+def receive_error(server: subprocess.Popen) -> dict:
+    """The next error reply that answers no request id (a line the server could not read)."""
+    deadline = time.monotonic() + 60
+    while True:
+        ready, _, _ = select.select([server.stdout], [], [], deadline - time.monotonic())
+        assert ready, "no error reply within 60 s"
+        message = json.loads(server.stdout.readline() or b"null")
+        assert message is not None, "the server closed stdout"
+        if "error" in message and message.get("id") is None:
+            return message
+
+
+def test_a_line_the_server_cannot_parse_is_answered_with_an_error_and_it_goes_on(
+    tmp_path,
+) -> None:
+    """Nesting past Python's recursion limit, bytes that are not JSON, and a line over the
+    cap (first with no newline at all: answered before the line ends, so it is not held
+    whole) each get a -32700 error, and the next request is answered."""
+    kb = write_notes(tmp_path / "kb", {"a.md": "# A\n\nhello\n"})
+    log = (tmp_path / "stderr.log").open("wb")
+    server = subprocess.Popen(
+        [sys.executable, str(ROOT / "rag.py"), "--knowledge", str(kb),
+         "--index-dir", str(tmp_path / "ix"), "mcp"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, cwd=tmp_path,
+        env=clean_env(), bufsize=0,
+    )  # fmt: skip
+    deep = '{"a": ' * 1100 + "1" + "}" * 1100
+    try:
+        send(server, "initialize", 0, {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        })  # fmt: skip
+        assert "serverInfo" in receive(server, 0)["result"]
+        server.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        server.stdin.write(
+            b'{"jsonrpc":"2.0","id":1,"method":"ping","params":' + deep.encode() + b"}\n"
+        )
+        assert receive_error(server)["error"]["code"] == -32700
+        send(server, "ping", 2, {})
+        assert receive(server, 2)["result"] == {}
+        server.stdin.write(b"not json at all\n")
+        assert receive_error(server)["error"]["code"] == -32700
+        server.stdin.write(b'{"jsonrpc": "2.0", "id": 7, "params": []}\n')  # JSON, no message
+        assert receive(server, 7)["error"]["code"] == -32600
+        server.stdin.write(b"x" * (mcp_server.MAX_LINE_BYTES + 1))  # no newline yet
+        refused = receive_error(server)["error"]
+        assert refused["code"] == -32700 and "MB" in refused["message"]
+        server.stdin.write(b"y" * 100_000 + b"\n")  # the rest of the long line is skipped
+        send(server, "ping", 3, {})
+        assert receive(server, 3)["result"] == {}
+        server.stdin.close()
+        assert server.wait(timeout=30) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+    log.close()
+    assert "Traceback" not in (tmp_path / "stderr.log").read_text()
