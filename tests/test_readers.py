@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import zipfile
@@ -80,6 +81,33 @@ def zip_bomb(target: Path, unzipped_mb: int = 300) -> Path:
             block = b"\0" * (1 << 20)
             for _ in range(unzipped_mb):
                 member.write(block)
+    return target
+
+
+def lying_zip_bomb(target: Path, unzipped_mb: int, says: int = 100) -> Path:
+    """A real Word file whose document.xml is a zip bomb, and whose headers (local and
+    central) say it is `says` bytes: a check of the declared sizes lets it through."""
+    with (
+        zipfile.ZipFile(FIXTURES / "guide.docx") as real,
+        zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z,
+    ):
+        for info in real.infolist():
+            if info.filename != "word/document.xml":
+                z.writestr(info, real.read(info))
+        with z.open("word/document.xml", "w") as member:
+            block = b"\0" * (1 << 20)
+            for _ in range(unzipped_mb):
+                member.write(block)
+        where = z.getinfo("word/document.xml").header_offset
+    data = bytearray(target.read_bytes())
+    struct.pack_into("<I", data, where + 22, says)  # the local header's size
+    central = data.find(b"PK\x01\x02", where)
+    while central != -1:
+        length = struct.unpack_from("<H", data, central + 28)[0]
+        if data[central + 46 : central + 46 + length] == b"word/document.xml":
+            struct.pack_into("<I", data, central + 24, says)  # the central directory's
+        central = data.find(b"PK\x01\x02", central + 4)
+    target.write_bytes(bytes(data))
     return target
 
 
@@ -197,6 +225,28 @@ def test_a_zip_bomb_is_refused_before_it_is_inflated(tmp_path: Path) -> None:
         assert tracemalloc.get_traced_memory()[1] < 20 * 1048576
     finally:
         tracemalloc.stop()
+
+
+def test_a_zip_whose_headers_lie_about_its_sizes_is_refused_in_bounded_memory(
+    tmp_path: Path,
+) -> None:
+    """300 MB of zeros declared as 100 bytes: what is inflated is counted, not what the
+    zip says, so the read stops at once (zipfile inflated it all before its CRC check)."""
+    bomb = lying_zip_bomb(tmp_path / "liar.docx", 300)
+    probe = (
+        "import re, sys; sys.path.insert(0, sys.argv[2]); import notes\n"
+        "from pathlib import Path\n"
+        "try: notes.read(Path(sys.argv[1]).parent, 'liar.docx', 10 << 20)\n"
+        "except notes.Unreadable as e: print(e)\n"
+        "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, str(bomb), str(ROOT)],
+        capture_output=True, text=True, check=True, timeout=120,
+    ).stdout.splitlines()  # fmt: skip
+    reason, max_rss_kb = out[0], int(out[1])
+    assert "word/document.xml" in reason and "100 bytes" in reason, reason
+    assert max_rss_kb < 200 * 1024, f"{max_rss_kb // 1024} MB to refuse a lying zip"
 
 
 def test_a_2000_page_pdf_is_read_in_bounded_memory(tmp_path: Path) -> None:
@@ -340,6 +390,14 @@ def test_http_ingest_takes_a_pdf_as_base64_and_refuses_a_bad_one(tmp_path: Path)
         refused = api.post("/api/v1/ingest", json=body)
         assert refused.status_code == 422 and readers.NO_TEXT in refused.text
         assert not (server.kb / "scan.pdf").exists()
+        liar = lying_zip_bomb(tmp_path / "liar.docx", 30)
+        body = {
+            "file_name": "liar.docx",
+            "content_base64": base64.b64encode(liar.read_bytes()).decode(),
+        }
+        refused = api.post("/api/v1/ingest", json=body)
+        assert refused.status_code == 422 and "100 bytes its header says" in refused.text
+        assert not (server.kb / "liar.docx").exists()
         junk = api.post("/api/v1/ingest", json={"file_name": "x.pdf", "content_base64": "%%%"})
         assert junk.status_code == 400 and "not valid base64" in junk.text
         both = {"file_name": "y.md", "content": "# Y\n", "content_base64": "IyBZCg=="}
