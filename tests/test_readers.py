@@ -9,6 +9,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -426,3 +427,35 @@ def test_a_real_world_pdf_reads_by_its_outline_and_cites_the_right_page() -> Non
             pages[n - 1].extract_text() for n in range(chunk.page_start, chunk.page_end + 1)
         )
         assert words and all(w in shown for w in words), (chunk.page_start, words)
+
+
+def test_deeply_nested_html_reads_as_fast_as_flat_html(tmp_path: Path) -> None:
+    """40,000 nested <div>s took the HTML parser seconds (its time grows with the square
+    of the depth); past a depth the tags are dropped before parsing, the text kept."""
+    n = 40_000
+    nested = tmp_path / "nested.html"
+    nested.write_text("<html><body>" + "<div>a " * n + "deepest" + "</div>" * n + "</body></html>")
+    flat = tmp_path / "flat.html"
+    flat.write_text("<html><body>" + "<div>a </div>" * n + "deepest</body></html>")
+    started = time.perf_counter()
+    flat_note = read(flat)
+    flat_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    note = read(nested)
+    nested_seconds = time.perf_counter() - started
+    assert "deepest" in note.text and note.text.count("a") >= n
+    assert "deepest" in flat_note.text
+    assert nested_seconds < 10 * max(flat_seconds, 0.05), (nested_seconds, flat_seconds)
+
+
+def test_a_file_that_takes_too_long_to_read_is_skipped_with_a_reason(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Every reader stops at its time budget: the file is skipped, saying why."""
+    monkeypatch.setattr(readers, "READ_SECONDS", 0.0)
+    shutil.copy(FIXTURES / "manual.pdf", tmp_path / "manual.pdf")
+    shutil.copy(FIXTURES / "guide.docx", tmp_path / "guide.docx")
+    (tmp_path / "page.html").write_text("<p>" + "words " * 1000 + "</p>" * 3)
+    for name in ("manual.pdf", "guide.docx", "page.html"):
+        with pytest.raises(notes.Unreadable, match=r"^too slow to read \(over 0 s"):
+            read(tmp_path / name)
