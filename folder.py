@@ -66,10 +66,10 @@ def source_of(settings: Settings, name: str) -> str:
     if path.is_absolute():
         lexical = Path(os.path.normpath(path))
         if not lexical.is_relative_to(root):
-            real = lexical.resolve()
-            if not real.is_relative_to(root.resolve()):
+            real = _real(lexical, name)
+            if not real.is_relative_to(_real(root, name)):
                 raise Forbidden(f"{name}: not inside the knowledge folder")
-            lexical = root / real.relative_to(root.resolve())
+            lexical = root / real.relative_to(_real(root, name))
         relative = PurePosixPath(lexical.relative_to(root).as_posix())
     else:
         if "" in name.split("/"):
@@ -81,7 +81,7 @@ def source_of(settings: Settings, name: str) -> str:
     if any(p.startswith(".") for p in parts):
         raise Forbidden(f"{name}: hidden files and folders are not notes")
     source = relative.as_posix()
-    if not (root / source).resolve().is_relative_to(root.resolve()):
+    if not _real(root / source, name).is_relative_to(_real(root, name)):
         raise Forbidden(f"{name}: a symlink leads outside the knowledge folder")
     if not notes.matches(source, settings.include) or notes.matches(source, settings.exclude):
         raise BadRequest(
@@ -90,6 +90,15 @@ def source_of(settings: Settings, name: str) -> str:
             + ")"
         )
     return source
+
+
+def _real(path: Path, name: str) -> Path:
+    """The path with its symlinks resolved; a symlink loop (which Path.resolve raises
+    RuntimeError for) is refused as any path that cannot be a note is."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):
+        raise Forbidden(f"{name}: a symlink loop, not a note") from None
 
 
 def existing(settings: Settings, name: str) -> str:

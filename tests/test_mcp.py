@@ -213,6 +213,24 @@ def test_in_process_every_refused_path_is_one_clear_line(index, indexed) -> None
         assert "secret 7311" not in text
 
 
+def test_in_process_a_symlink_loop_is_refused_in_one_line(tmp_path) -> None:
+    kb = write_notes(tmp_path / "kb", {"a.md": "# A\n\nhello\n"})
+    (kb / "loop").symlink_to("loop")
+    settings = load_settings({}, None, {"knowledge_dir": kb, "index_dir": tmp_path / "ix"})
+    index = pipeline.Index(settings)
+    index.sync(["loop", "loop/x.md"])  # as the watcher syncs a link made while it runs
+    server = server_over(index, allow_write=True)
+    calls = [
+        ("read_note", {"path": "loop/x.md"}),
+        ("add_note", {"path": "loop/x.md", "content": "# X\n"}),
+        ("delete_note", {"path": "loop/x.md"}),
+    ]
+    for tool, arguments in calls:
+        result = run(server, lambda c, t=tool, a=arguments: c.call_tool(t, a))
+        text = result.content[0].text
+        assert result.is_error and "symlink loop" in text and "\n" not in text, (tool, text)
+
+
 def test_in_process_list_notes_has_chunk_counts_and_titles(index) -> None:
     server = server_over(index)
     listed = run(server, lambda c: c.call_tool("list_notes", {})).structured_content
