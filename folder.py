@@ -117,6 +117,7 @@ def write(settings: Settings, name: str, content: str | bytes) -> str:
     folder; returns "created", "updated" or "unchanged". The previous version of a note
     that is overwritten goes to the trash."""
     source = source_of(settings, name)
+    _no_link_on_the_way(settings, source)
     if isinstance(content, bytes):
         data = content
     else:
@@ -223,6 +224,7 @@ def delete(index: Index, name: str, queue: float | None = None, wait: float = 5.
     settings = index.settings
     with index.writing(queue=queue, wait=wait):
         source = source_of(settings, name)
+        _no_link_on_the_way(settings, source)
         before = index.manifest.files().get(source)
         on_disk = (settings.knowledge_dir / source).is_file()
         if not on_disk and before is None:
@@ -235,6 +237,26 @@ def delete(index: Index, name: str, queue: float | None = None, wait: float = 5.
             "chunks": before.chunks if before else 0,
             "trash": str(trash) if trash else None,
         }
+
+
+def _no_link_on_the_way(settings: Settings, source: str) -> None:
+    """Refuse a change through a symlink inside the folder (`sub/g -> ../guides`): it
+    would land on another path, and which of the two the index knows the note by depends
+    on the order the folder is walked in, so the change could not be reported truly. The
+    refusal names the real path, where the change can be made."""
+    root = settings.knowledge_dir
+    parts = PurePosixPath(source).parts
+    for end in range(1, len(parts) + 1):
+        link = "/".join(parts[:end])
+        if os.path.islink(root / link):
+            real = _real(root / source, source)
+            try:
+                said = real.relative_to(_real(root, source)).as_posix()
+            except ValueError:
+                said = str(real)
+            raise Forbidden(
+                f"{source}: {link} is a symlink; notes are changed at their real path ({said})"
+            )
 
 
 def _check_folders(settings: Settings, source: str) -> None:

@@ -231,6 +231,38 @@ def test_in_process_a_symlink_loop_is_refused_in_one_line(tmp_path) -> None:
         assert result.is_error and "symlink loop" in text and "\n" not in text, (tool, text)
 
 
+def test_in_process_no_change_goes_through_a_symlinked_folder(tmp_path) -> None:
+    """`sub/g -> ../guides`: a write there landed in guides/ and was reported as not
+    indexed, a delete trashed the real note and reported 0 chunks. Refused, unchanged."""
+    kb = write_notes(tmp_path / "kb", {"guides/deploy.md": "# Deploy\n\nhelm install\n"})
+    (kb / "sub").mkdir()
+    (kb / "sub" / "g").symlink_to("../guides", target_is_directory=True)
+    (kb / "alias.md").symlink_to("guides/deploy.md")
+    settings = load_settings({}, None, {"knowledge_dir": kb, "index_dir": tmp_path / "ix"})
+    index = pipeline.Index(settings)
+    server = server_over(index, allow_write=True)
+    before = index.manifest.files()
+    calls = [
+        ("add_note", {"path": "sub/g/new.md", "content": "# New\n"}, "guides/new.md"),
+        ("add_note", {"path": "sub/g/deploy.md", "content": "# Deploy\n\nv2\n"}, "guides/"),
+        ("add_note", {"path": "alias.md", "content": "# Alias\n"}, "guides/deploy.md"),
+        ("delete_note", {"path": "sub/g/deploy.md"}, "guides/deploy.md"),
+        ("delete_note", {"path": "alias.md"}, "guides/deploy.md"),
+    ]
+    for tool, arguments, real in calls:
+        result = run(server, lambda c, t=tool, a=arguments: c.call_tool(t, a))
+        text = result.content[0].text
+        assert result.is_error and "symlink" in text and real in text, (tool, text)
+        assert "\n" not in text
+    assert sorted(p.relative_to(kb).as_posix() for p in kb.rglob("*")) == [
+        "alias.md", "guides", "guides/deploy.md", "sub", "sub/g",
+    ]  # fmt: skip
+    assert (kb / "guides" / "deploy.md").read_text() == "# Deploy\n\nhelm install\n"
+    assert (kb / "alias.md").is_symlink()
+    assert index.manifest.files() == before
+    assert not (tmp_path / "ix" / "trash").exists()
+
+
 def test_in_process_list_notes_has_chunk_counts_and_titles(index) -> None:
     server = server_over(index)
     listed = run(server, lambda c: c.call_tool("list_notes", {})).structured_content
