@@ -13,12 +13,14 @@ deleted or overwritten note is moved into the trash folder inside the index fold
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import time
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
+import console
 import notes
 import readers
 from errors import AskmdError, BadNote, BadRequest, Forbidden, NotFound
@@ -27,6 +29,7 @@ from settings import Settings
 if TYPE_CHECKING:
     from pipeline import Index
 
+_INVISIBLE = re.compile(f"[{console.INVISIBLE}]")
 MAX_NAME_CHARS = 1024
 MAX_PART_BYTES = 255  # the longest file name common file systems allow
 # Notes sent as content: indexing is embedding, ~1,400 chunks per MB, so a 10 MB note
@@ -57,6 +60,11 @@ def source_of(settings: Settings, name: str) -> str:
         name.encode("utf-8")
     except UnicodeEncodeError:
         raise BadRequest("the file name is not valid Unicode (a lone surrogate)") from None
+    if hidden := _INVISIBLE.search(name):
+        raise BadRequest(
+            f"the file name contains U+{ord(hidden.group()):04X}, a character that is invisible "
+            "or changes the direction text is shown in (a name could show as another)"
+        )
     if "\\" in name:
         raise BadRequest(f"{name!r}: use / to separate folders")
     if any(part in (".", "..") for part in name.split("/")):

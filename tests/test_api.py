@@ -461,6 +461,16 @@ def test_ingest_and_delete_refuse_a_symlink_that_leads_outside(plain: Server) ->
         (plain.kb / "out").unlink()
 
 
+@pytest.mark.parametrize("char", ["\u202e", "\u2066", "\u200b", "\u2028", "\ufeff"])
+def test_a_name_with_a_bidi_or_invisible_character_is_refused(plain: Server, char: str) -> None:
+    """ "evil\u202egnp.md" would show as "evildm.png": a client cannot write such a name."""
+    api = plain.client()
+    name = f"evil{char}gnp.md"
+    said = error_of(api.post("/api/v1/ingest", json={"content": "# x\n", "file_name": name}), 400)
+    assert f"U+{ord(char):04X}" in said and char not in said, said
+    assert not (plain.kb / name).exists()
+
+
 def test_ingest_and_delete_refuse_a_symlink_loop_like_any_refused_path(plain: Server) -> None:
     """`ln -s loop kb/loop`: resolving it raises (Python 3.11), which was a 500."""
     api = plain.client()

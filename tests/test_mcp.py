@@ -213,6 +213,18 @@ def test_in_process_every_refused_path_is_one_clear_line(index, indexed) -> None
         assert "secret 7311" not in text
 
 
+def test_in_process_add_note_refuses_bidi_and_invisible_characters_in_names(tmp_path) -> None:
+    kb = write_notes(tmp_path / "kb", {"a.md": "# A\n\nhello\n"})
+    settings = load_settings({}, None, {"knowledge_dir": kb, "index_dir": tmp_path / "ix"})
+    server = server_over(pipeline.Index(settings), allow_write=True)
+    for char in ("\u202e", "\u200b", "\u2028", "\u2069"):
+        arguments = {"path": f"evil{char}gnp.md", "content": "# X\n"}
+        result = run(server, lambda c, a=arguments: c.call_tool("add_note", a))
+        text = result.content[0].text
+        assert result.is_error and f"U+{ord(char):04X}" in text and "\n" not in text, text
+    assert sorted(p.name for p in kb.iterdir()) == ["a.md"]
+
+
 def test_in_process_a_symlink_loop_is_refused_in_one_line(tmp_path) -> None:
     kb = write_notes(tmp_path / "kb", {"a.md": "# A\n\nhello\n"})
     (kb / "loop").symlink_to("loop")
