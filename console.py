@@ -203,7 +203,7 @@ def show_sync(report, knowledge_dir=None, include=()) -> None:
             "Add notes, or set ASKMD_KNOWLEDGE_DIR or ASKMD_INCLUDE."
         )
     for skipped in report.files_skipped:
-        warning(f"{skipped.source} is {skipped.reason}; skipped")
+        warning(f"{skipped.source}: {skipped.reason}; skipped")
     for line in report.warnings:
         if line not in _warned:
             _warned.add(line)

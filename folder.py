@@ -213,7 +213,7 @@ def ingest(
         report = index.sync([source], wait=wait)  # this note only: no scan of the folder
         for skipped in report.files_skipped:
             if skipped.source == source:
-                raise BadNote(f"{source} is {skipped.reason}")
+                raise BadNote(f"{source}: {skipped.reason}")
         after = index.manifest.files().get(source)
         if after is None:
             raise AskmdError(f"{source} was not indexed")

@@ -418,7 +418,7 @@ class Notes:
             else:
                 text = notes.decode(where.read_bytes())
         except notes.Unreadable as exc:
-            raise AskmdError(f"{source} is {exc}") from None
+            raise AskmdError(f"{source}: {exc}") from None
         except OSError as exc:
             raise AskmdError(f"{source} cannot be read ({exc.strerror or exc})") from None
         text = text.replace("\r\n", "\n").replace("\r", "\n")

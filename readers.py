@@ -79,7 +79,7 @@ def convert(path: Path, fmt: str, max_chars: int | None = None) -> Converted:
             path, max_chars, started
         )
     except TooSlow:
-        raise Unreadable(f"too slow to read (over {READ_SECONDS:.4g} s); not read") from None
+        raise Unreadable(f"too slow to read (over {READ_SECONDS:.4g} s)") from None
     except TooLong:
         limit = (max_chars or 0) / 1048576
         raise Unreadable(f"its text is over the {limit:.4g} MB limit (ASKMD_MAX_FILE_MB)") from None
@@ -301,7 +301,7 @@ def _check_zip(path: Path) -> None:
         total = sum(i.file_size for i in infos)
         worst = max((i.file_size / max(i.compress_size, 1) for i in infos), default=0)
         if total > DOCX_MAX_UNZIPPED or (total > 1048576 and worst > DOCX_MAX_RATIO):
-            raise Unreadable(f"a zip bomb? (it would unzip to {total / 1048576:.0f} MB); not read")
+            raise Unreadable(f"a zip bomb? (it would unzip to {total / 1048576:.0f} MB)")
         if "word/document.xml" not in {i.filename for i in infos}:
             raise Unreadable("not a Word .docx file (no word/document.xml inside)")
         with path.open("rb") as raw:
@@ -321,10 +321,10 @@ def _inflate_counted(raw, info: zipfile.ZipInfo) -> None:
     said = info.file_size
     lying = Unreadable(
         f"a damaged or hostile zip ({info.filename} does not unzip to the {said} bytes "
-        "its header says); not read"
+        "its header says)"
     )
     if info.flag_bits & 1:
-        raise Unreadable(f"an encrypted zip ({info.filename}); not read")
+        raise Unreadable(f"an encrypted zip ({info.filename})")
     if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
         raise Unreadable(f"not a Word .docx file ({info.filename} is compressed unusually)")
     raw.seek(info.header_offset)

@@ -561,7 +561,7 @@ def test_stdout_carries_only_protocol_messages_and_closing_stdin_exits_0(tmp_pat
     log.close()
     stderr = (tmp_path / "stderr.log").read_text()
     assert "Traceback" not in stderr
-    assert "bad.md is" in stderr and "indexed:" in stderr  # the sync spoke, on stderr
+    assert "bad.md: not UTF-8" in stderr and "indexed:" in stderr  # the sync spoke, on stderr
 
 
 def send(server: subprocess.Popen, method: str, n: int, params: dict) -> None:

@@ -333,6 +333,24 @@ def test_index_skips_each_bad_file_with_a_reason_and_cites_pages(run_rag, tmp_pa
     assert again["files_skipped"] == report["files_skipped"]
 
 
+def test_every_skip_reason_reads_as_a_sentence(run_rag, tmp_path: Path) -> None:
+    """Reasons are phrases of all kinds ("a zip bomb? …", "its text is over …", "cannot be
+    read …"): joined as "NAME is REASON" they read "… is would unzip to 60 MB"."""
+    kb = write_notes(tmp_path / "kb", {"plain.md": "# Plain\n\nQuokkas.\n"})
+    zip_bomb(kb / "bomb.docx", 60)
+    (kb / "wordy.html").write_text("<p>" + "words " * 50_000 + "</p>")
+    (kb / "scan.pdf").write_bytes(b"")
+    where = ("--knowledge", str(kb), "--index-dir", str(tmp_path / "ix"))
+    result = run_rag(*where, "index", ASKMD_MAX_FILE_MB="0.1")
+    assert result.returncode == 0, result.stderr
+    for start in ("bomb.docx: a zip bomb?", "wordy.html: its text is over the 0.1 MB limit"):
+        assert f"warning: {start}" in result.stderr, result.stderr
+    for name in ("bomb.docx", "wordy.html", "scan.pdf"):
+        assert f"{name} is " not in result.stderr
+    shown = run_rag(*where, "chunk", str(kb / "bomb.docx"))
+    assert shown.stderr.startswith(f"error: {kb / 'bomb.docx'}: a zip bomb?"), shown.stderr
+
+
 def test_chunk_command_shows_what_was_extracted(run_rag) -> None:
     result = run_rag("chunk", str(FIXTURES / "manual.pdf"), "--json")
     assert result.returncode == 0, result.stderr
