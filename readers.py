@@ -54,6 +54,7 @@ class Converted:
     text: str  # Markdown, newlines \n
     title: str | None = None
     pages: tuple[int, ...] = ()  # 1-based body line each page starts on; () if unpaged
+    warnings: tuple[str, ...] = ()  # what did not stop the file from being read
 
 
 class TooLong(Exception):
@@ -584,10 +585,12 @@ class _HtmlWalker:
 
 def read_txt(path: Path, max_chars: int | None = None, started: float | None = None) -> Converted:
     """Plain text: every line kept where it is, none read as Markdown structure."""
-    from notes import decode
+    from notes import decoded, guessed_warning
 
-    text = decode(path.read_bytes()).replace("\r\n", "\n").replace("\r", "\n")
-    return Converted("\n".join(escape_line(ln) for ln in text.split("\n")))
+    text, encoding = decoded(path.read_bytes())
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    warnings = (guessed_warning(encoding),) if encoding else ()
+    return Converted("\n".join(escape_line(ln) for ln in text.split("\n")), warnings=warnings)
 
 
 def _first_line(exc: BaseException) -> str:
