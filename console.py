@@ -29,8 +29,13 @@ if TYPE_CHECKING:
 out = Console(highlight=False, soft_wrap=False)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
-# Every C0 control but tab and newline, DEL, and every C1 control (0x9b is a CSI of its own).
-_CONTROL = re.compile(r"\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Every C0 control but tab and newline, DEL, every C1 control (0x9b is a CSI of its own),
+# and characters that change the order text is shown in (bidi embeddings, overrides, isolates
+# and marks), or that show nothing (zero-width space, word joiners, BOM, line and paragraph
+# separators): "evil\u202egnp.md" is shown as "evildm.png". Zero-width (non-)joiners
+# stay: scripts and emoji need them, and they reorder nothing.
+INVISIBLE = "\u061c\u200b\u200e\u200f\u202a-\u202e\u2028\u2029\u2060-\u2064\u2066-\u206f\ufeff"
+_UNSAFE = re.compile(rf"\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f{INVISIBLE}]")
 
 
 def clean(text: str) -> str:
@@ -38,10 +43,12 @@ def clean(text: str) -> str:
 
     A note can hold escape sequences that a terminal would obey (ESC]52 writes the
     clipboard, ESC]0 the window title, ESC[2J clears the screen), and a lone CR lets a
-    line overwrite another. Each control becomes visible instead: C0 ones as their Unicode
-    pictures (ESC → ␛, CR → ␍), C1 ones as \\x9b. CRLF is a plain line end.
+    line overwrite another; a bidi override reverses what follows it, and invisible
+    characters hide what a name or line holds. Each becomes visible instead: C0 controls
+    as their Unicode pictures (ESC → ␛, CR → ␍), C1 ones as \\x9b, the others as \\u202e.
+    CRLF is a plain line end.
     """
-    return _CONTROL.sub(_visible, text)
+    return _UNSAFE.sub(_visible, text)
 
 
 def _visible(match: re.Match) -> str:
@@ -51,7 +58,9 @@ def _visible(match: re.Match) -> str:
     code = ord(char)
     if code < 0x20:
         return chr(0x2400 + code)
-    return "\u2421" if code == 0x7F else f"\\x{code:02x}"
+    if code == 0x7F:
+        return "\u2421"
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def plural(count: int, word: str, words: str | None = None) -> str:
@@ -73,10 +82,11 @@ def notice(message: str) -> None:
 
 
 def print_json(data: Any) -> None:
-    """JSON on stdout. json.dumps escapes C0 controls but, with ensure_ascii off, leaves DEL
-    and the C1 controls raw; they are escaped too, so a pipe into a terminal stays safe."""
+    """JSON on stdout. json.dumps escapes C0 controls but, with ensure_ascii off, leaves DEL,
+    the C1 controls and bidi and invisible characters raw; they are escaped too, so a pipe
+    into a terminal stays safe."""
     text = json.dumps(data, ensure_ascii=False, indent=2)
-    text = re.sub(r"[\x7f-\x9f]", lambda m: f"\\u{ord(m.group()):04x}", text)
+    text = re.sub(rf"[\x7f-\x9f{INVISIBLE}]", lambda m: f"\\u{ord(m.group()):04x}", text)
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
 
@@ -201,7 +211,7 @@ def show_sync(report, knowledge_dir=None, include=()) -> None:
             "Add notes, or set ASKMD_KNOWLEDGE_DIR or ASKMD_INCLUDE."
         )
     for skipped in report.files_skipped:
-        warning(f"{skipped.source} is {skipped.reason}; skipped")
+        warning(f"{skipped.source}: {skipped.reason}; skipped")
     for line in report.warnings:
         if line not in _warned:
             _warned.add(line)

@@ -13,12 +13,14 @@ deleted or overwritten note is moved into the trash folder inside the index fold
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import time
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
+import console
 import notes
 import readers
 from errors import AskmdError, BadNote, BadRequest, Forbidden, NotFound
@@ -27,6 +29,7 @@ from settings import Settings
 if TYPE_CHECKING:
     from pipeline import Index
 
+_INVISIBLE = re.compile(f"[{console.INVISIBLE}]")
 MAX_NAME_CHARS = 1024
 MAX_PART_BYTES = 255  # the longest file name common file systems allow
 # Notes sent as content: indexing is embedding, ~1,400 chunks per MB, so a 10 MB note
@@ -57,6 +60,11 @@ def source_of(settings: Settings, name: str) -> str:
         name.encode("utf-8")
     except UnicodeEncodeError:
         raise BadRequest("the file name is not valid Unicode (a lone surrogate)") from None
+    if hidden := _INVISIBLE.search(name):
+        raise BadRequest(
+            f"the file name contains U+{ord(hidden.group()):04X}, a character that is invisible "
+            "or changes the direction text is shown in (a name could show as another)"
+        )
     if "\\" in name:
         raise BadRequest(f"{name!r}: use / to separate folders")
     if any(part in (".", "..") for part in name.split("/")):
@@ -66,10 +74,10 @@ def source_of(settings: Settings, name: str) -> str:
     if path.is_absolute():
         lexical = Path(os.path.normpath(path))
         if not lexical.is_relative_to(root):
-            real = lexical.resolve()
-            if not real.is_relative_to(root.resolve()):
+            real = _real(lexical, name)
+            if not real.is_relative_to(_real(root, name)):
                 raise Forbidden(f"{name}: not inside the knowledge folder")
-            lexical = root / real.relative_to(root.resolve())
+            lexical = root / real.relative_to(_real(root, name))
         relative = PurePosixPath(lexical.relative_to(root).as_posix())
     else:
         if "" in name.split("/"):
@@ -81,7 +89,7 @@ def source_of(settings: Settings, name: str) -> str:
     if any(p.startswith(".") for p in parts):
         raise Forbidden(f"{name}: hidden files and folders are not notes")
     source = relative.as_posix()
-    if not (root / source).resolve().is_relative_to(root.resolve()):
+    if not _real(root / source, name).is_relative_to(_real(root, name)):
         raise Forbidden(f"{name}: a symlink leads outside the knowledge folder")
     if not notes.matches(source, settings.include) or notes.matches(source, settings.exclude):
         raise BadRequest(
@@ -90,6 +98,15 @@ def source_of(settings: Settings, name: str) -> str:
             + ")"
         )
     return source
+
+
+def _real(path: Path, name: str) -> Path:
+    """The path with its symlinks resolved; a symlink loop (which Path.resolve raises
+    RuntimeError for) is refused as any path that cannot be a note is."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):
+        raise Forbidden(f"{name}: a symlink loop, not a note") from None
 
 
 def existing(settings: Settings, name: str) -> str:
@@ -108,6 +125,7 @@ def write(settings: Settings, name: str, content: str | bytes) -> str:
     folder; returns "created", "updated" or "unchanged". The previous version of a note
     that is overwritten goes to the trash."""
     source = source_of(settings, name)
+    _no_link_on_the_way(settings, source)
     if isinstance(content, bytes):
         data = content
     else:
@@ -195,7 +213,7 @@ def ingest(
         report = index.sync([source], wait=wait)  # this note only: no scan of the folder
         for skipped in report.files_skipped:
             if skipped.source == source:
-                raise BadNote(f"{source} is {skipped.reason}")
+                raise BadNote(f"{source}: {skipped.reason}")
         after = index.manifest.files().get(source)
         if after is None:
             raise AskmdError(f"{source} was not indexed")
@@ -214,6 +232,7 @@ def delete(index: Index, name: str, queue: float | None = None, wait: float = 5.
     settings = index.settings
     with index.writing(queue=queue, wait=wait):
         source = source_of(settings, name)
+        _no_link_on_the_way(settings, source)
         before = index.manifest.files().get(source)
         on_disk = (settings.knowledge_dir / source).is_file()
         if not on_disk and before is None:
@@ -226,6 +245,26 @@ def delete(index: Index, name: str, queue: float | None = None, wait: float = 5.
             "chunks": before.chunks if before else 0,
             "trash": str(trash) if trash else None,
         }
+
+
+def _no_link_on_the_way(settings: Settings, source: str) -> None:
+    """Refuse a change through a symlink inside the folder (`sub/g -> ../guides`): it
+    would land on another path, and which of the two the index knows the note by depends
+    on the order the folder is walked in, so the change could not be reported truly. The
+    refusal names the real path, where the change can be made."""
+    root = settings.knowledge_dir
+    parts = PurePosixPath(source).parts
+    for end in range(1, len(parts) + 1):
+        link = "/".join(parts[:end])
+        if os.path.islink(root / link):
+            real = _real(root / source, source)
+            try:
+                said = real.relative_to(_real(root, source)).as_posix()
+            except ValueError:
+                said = str(real)
+            raise Forbidden(
+                f"{source}: {link} is a symlink; notes are changed at their real path ({said})"
+            )
 
 
 def _check_folders(settings: Settings, source: str) -> None:

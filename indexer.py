@@ -648,7 +648,10 @@ def _only(
     root = settings.knowledge_dir.resolve()
     only: set[str] = set()
     for path in paths:
-        full = (root / path).resolve() if not str(path).startswith("/") else _absolute(path)
+        try:
+            full = (root / path).resolve() if not str(path).startswith("/") else _absolute(path)
+        except RuntimeError:  # a symlink loop: no note, though one may have stood there
+            full = Path(os.path.normpath(root / path))
         if not full.is_relative_to(root):
             continue  # outside the folder: not a note of this index
         source = full.relative_to(root).as_posix()

@@ -54,6 +54,9 @@ NOTE_URI = "note://{+path}"
 LISTING_URI = "notes://list"
 WRITE_QUEUE_SECONDS = 300.0  # as the API: a change behind a long one waits this long
 WRITE_LOCK_SECONDS = 5.0  # ... and this long for another process's update
+MAX_LINE_BYTES = 8 * 1024 * 1024  # one JSON-RPC message; a longer line is refused unread
+READ_BYTES = 64 * 1024
+EOF = object()  # what `next` gives once stdin is closed
 
 INSTRUCTIONS = (
     "Search and read the user's Markdown notes. search_notes finds passages (path and line "
@@ -431,7 +434,7 @@ class Notes:
             else:
                 text = notes.decode(where.read_bytes())
         except notes.Unreadable as exc:
-            raise AskmdError(f"{source} is {exc}") from None
+            raise AskmdError(f"{source}: {exc}") from None
         except OSError as exc:
             raise AskmdError(f"{source} cannot be read ({exc.strerror or exc})") from None
         text = text.replace("\r\n", "\n").replace("\r", "\n")
@@ -571,44 +574,100 @@ def divert_stdout() -> io.BufferedWriter:
     return wire
 
 
-def parse(line: str) -> SessionMessage | Exception:
+class ParseError(Exception):
+    """A line that is no JSON-RPC message: answered with an error at once, not handed on
+    (the SDK drops it unanswered). `code` is -32700 for a line that is not JSON, -32600
+    for JSON that is not a message."""
+
+    def __init__(self, message: str, code: int = types.PARSE_ERROR, id: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.id = id if isinstance(id, str | int) and not isinstance(id, bool) else None
+
+
+def parse(line: str) -> SessionMessage | ParseError:
     """One JSON-RPC message from a line. The SDK's own parser refuses a lone surrogate
     (`"\\ud800"`, valid JSON) and the request would then go unanswered, so such a line is
     parsed by Python's json and validated as an object: the tool then refuses the string
-    in one line."""
+    in one line. JSON nested deeper than Python's json recurses is not JSON here."""
     try:
         return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
-    except ValidationError as exc:
+    except ValidationError:
         try:
             message = json.loads(line)
-        except ValueError:
-            return exc
+        except (ValueError, RecursionError):
+            return ParseError("Parse error: not JSON")
     try:
         return SessionMessage(types.jsonrpc_message_adapter.validate_python(message, by_name=False))
-    except ValidationError as exc:
-        return exc
+    except (ValidationError, RecursionError):
+        id = message.get("id") if isinstance(message, dict) else None
+        return ParseError("Invalid request: not a JSON-RPC message", types.INVALID_REQUEST, id)
+
+
+def lines(stream: io.BufferedIOBase, limit: int = MAX_LINE_BYTES) -> Iterator[bytes | None]:
+    """The lines of `stream`, read a block at a time so that none is held past `limit`
+    bytes: a longer line yields None as soon as it is over, and the rest of it, up to its
+    newline, is read and dropped (a client's runaway line must not fill the memory)."""
+    pending = bytearray()
+    skipping = False
+    while block := stream.read1(READ_BYTES):
+        start = 0
+        while (end := block.find(b"\n", start)) != -1:
+            if not skipping:
+                pending += block[start:end]
+                yield None if len(pending) > limit else bytes(pending)
+            pending.clear()
+            skipping = False
+            start = end + 1
+        if not skipping:
+            pending += block[start:]
+            if len(pending) > limit:
+                pending.clear()
+                skipping = True
+                yield None
+    if pending and not skipping:
+        yield bytes(pending)
+
+
+def refused(problem: ParseError) -> SessionMessage:
+    """The JSON-RPC error answering a line that was no message."""
+    error = types.ErrorData(code=problem.code, message=str(problem))
+    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=problem.id, error=error))
 
 
 @asynccontextmanager
 async def stdio(wire: io.BufferedWriter) -> AsyncIterator[tuple[Any, Any]]:
-    """The stdio transport (the SDK's, with `parse` for reading): lines of JSON from
-    stdin, lines of JSON to `wire`. It ends when the client closes stdin."""
-    stdin = anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+    """The stdio transport (the SDK's, with `parse` and `lines` for reading): lines of
+    JSON from stdin, lines of JSON to `wire`. It ends when the client closes stdin; a line
+    it cannot read is answered with an error and the next one is read."""
+    incoming = lines(sys.stdin.buffer)
     out = anyio.wrap_file(io.TextIOWrapper(wire, encoding="utf-8", write_through=True))
     read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
     write_stream, write_reader = create_context_streams[SessionMessage](0)
+    writing = anyio.Lock()
+
+    async def send(message: SessionMessage) -> None:
+        text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+        async with writing:
+            await out.write(text + "\n")
 
     async def reader() -> None:
         async with read_writer:
-            async for line in stdin:
-                if line.strip():
-                    await read_writer.send(parse(line))
+            while (line := await anyio.to_thread.run_sync(next, incoming, EOF)) is not EOF:
+                if line is None:
+                    limit = MAX_LINE_BYTES / 1048576
+                    await send(refused(ParseError(f"Parse error: a line over {limit:.4g} MB")))
+                elif line.strip():
+                    message = parse(line.decode("utf-8", errors="replace"))
+                    if isinstance(message, ParseError):
+                        await send(refused(message))
+                    else:
+                        await read_writer.send(message)
 
     async def writer() -> None:
         async with write_reader:
             async for message in write_reader:
-                text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                await out.write(text + "\n")
+                await send(message)
 
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(reader)

@@ -43,7 +43,7 @@ def cmd_chunk(args: argparse.Namespace, settings: Settings) -> int:
     try:
         note = notes.read(root, source, settings.max_file_bytes)
     except notes.Unreadable as exc:
-        raise AskmdError(f"{args.path} is {exc}") from None
+        raise AskmdError(f"{args.path}: {exc}") from None
     for warning in note.warnings:
         console.warning(f"{args.path}: {warning}")
     chunks = chunker.split_note(note, settings.chunk_size, settings.chunk_overlap)

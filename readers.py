@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import logging
 import re
+import struct
+import time
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +30,10 @@ BINARY = {"pdf", "docx", "html"}
 RAW_FACTOR = 10  # such a file may be this many times ASKMD_MAX_FILE_MB on disk
 DOCX_MAX_UNZIPPED = 256 * 1024 * 1024  # bounded decompression: a zip bomb stops here
 DOCX_MAX_RATIO = 200  # a real document.xml compresses ~10x; a bomb, thousands of times
+# One file's reading may hold the index's writer: past this it is skipped. A 2,000-page
+# PDF of short pages reads in 4 s; this leaves room for long dense ones.
+READ_SECONDS = 60.0
+HTML_MAX_DEPTH = 256  # nested elements kept; the HTML parser's time grows with depth²
 _LIST = re.compile(r"^ *(?:- |1\. )")
 _W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 NO_TEXT = "no text layer: scanned? run OCR first"
@@ -47,10 +54,15 @@ class Converted:
     text: str  # Markdown, newlines \n
     title: str | None = None
     pages: tuple[int, ...] = ()  # 1-based body line each page starts on; () if unpaged
+    warnings: tuple[str, ...] = ()  # what did not stop the file from being read
 
 
 class TooLong(Exception):
     """Extracted text over the size limit."""
+
+
+class TooSlow(Exception):
+    """Reading took longer than READ_SECONDS."""
 
 
 def kind(source: str) -> str | None:
@@ -62,10 +74,13 @@ def convert(path: Path, fmt: str, max_chars: int | None = None) -> Converted:
     """Convert one file; raise notes.Unreadable with a one-line reason."""
     from notes import Unreadable
 
+    started = time.monotonic()
     try:
         return {"pdf": read_pdf, "docx": read_docx, "html": read_html, "txt": read_txt}[fmt](
-            path, max_chars
+            path, max_chars, started
         )
+    except TooSlow:
+        raise Unreadable(f"too slow to read (over {READ_SECONDS:.4g} s)") from None
     except TooLong:
         limit = (max_chars or 0) / 1048576
         raise Unreadable(f"its text is over the {limit:.4g} MB limit (ASKMD_MAX_FILE_MB)") from None
@@ -82,21 +97,30 @@ def escape_line(line: str) -> str:
 
 
 class _Budget:
-    def __init__(self, max_chars: int | None):
+    """What a reader may still produce (characters) and for how long (READ_SECONDS from
+    `started`): checked as it goes, so one file cannot hold the index for long."""
+
+    def __init__(self, max_chars: int | None, started: float | None = None):
         self.left = max_chars
+        self.deadline = (started or time.monotonic()) + READ_SECONDS
 
     def take(self, text: str) -> str:
         if self.left is not None:
             self.left -= len(text)
             if self.left < 0:
                 raise TooLong
+        self.check()
         return text
+
+    def check(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise TooSlow
 
 
 # --- PDF ---------------------------------------------------------------------------------
 
 
-def read_pdf(path: Path, max_chars: int | None = None) -> Converted:
+def read_pdf(path: Path, max_chars: int | None = None, started: float | None = None) -> Converted:
     """Text page by page; outline entries become headings on the page they point to (with
     no outline, lines in bigger or bold type do), and wrapped lines are joined.
 
@@ -123,8 +147,9 @@ def read_pdf(path: Path, max_chars: int | None = None) -> Converted:
         count = len(reader.pages)
     except (PdfReadError, FileNotDecryptedError) as exc:
         raise Unreadable(f"not a readable PDF ({_first_line(exc)})") from None
+    budget = _Budget(max_chars, started)
+    budget.check()
     headings = _outline(reader)
-    budget = _Budget(max_chars)
     lines: list[str] = []
     pages: list[int] = []
     any_text = False
@@ -132,6 +157,7 @@ def read_pdf(path: Path, max_chars: int | None = None) -> Converted:
         pages.append(len(lines) + 1)
         text, styles = _page_text(reader.pages[number])
         text = text.translate(_LIGATURES)
+        budget.check()
         if number % 50 == 49:
             _forget(reader)  # every 50 pages: fonts shared by pages stay cached between
         page_lines = [escape_line(_SPACES.sub(" ", ln).strip()) for ln in text.split("\n")]
@@ -332,14 +358,15 @@ def _pdf_title(reader) -> str | None:
 # --- DOCX --------------------------------------------------------------------------------
 
 
-def read_docx(path: Path, max_chars: int | None = None) -> Converted:
+def read_docx(path: Path, max_chars: int | None = None, started: float | None = None) -> Converted:
     """Heading 1-4 styles become headings; lists become `-`/`1.` items, tables pipe tables."""
     import docx
     from docx.table import Table
 
+    budget = _Budget(max_chars, started)
     _check_zip(path)
     document = docx.Document(str(path))
-    budget = _Budget(max_chars)
+    budget.check()
     # Style names by id, looked up once: python-docx's paragraph.style scans every style
     # for each paragraph, which made a 300-page document take seconds.
     styles = {s.style_id: s.name or "" for s in document.styles}
@@ -362,8 +389,10 @@ def read_docx(path: Path, max_chars: int | None = None) -> Converted:
 def _check_zip(path: Path) -> None:
     """Refuse a .docx that is not a zip, or would unzip to far more than it weighs.
 
-    The declared sizes are what Python's zipfile decompresses to at most, so checking
-    them before python-docx reads anything bounds the memory a zip bomb can take.
+    The declared sizes are what Python's zipfile decompresses to at most, and python-docx
+    reads through it: checking them before python-docx reads anything bounds the memory a
+    zip bomb can take, once `_inflate_counted` has shown each member really is the size
+    its header says (zipfile inflates a member whole before checking that).
     """
     from notes import Unreadable
 
@@ -371,12 +400,61 @@ def _check_zip(path: Path) -> None:
         raise Unreadable("not a Word .docx file (it is not a zip archive)")
     with zipfile.ZipFile(path) as z:
         infos = z.infolist()
-    total = sum(i.file_size for i in infos)
-    worst = max((i.file_size / max(i.compress_size, 1) for i in infos), default=0)
-    if total > DOCX_MAX_UNZIPPED or (total > 1048576 and worst > DOCX_MAX_RATIO):
-        raise Unreadable(f"would unzip to {total / 1048576:.0f} MB (a zip bomb?); not read")
-    if "word/document.xml" not in {i.filename for i in infos}:
-        raise Unreadable("not a Word .docx file (no word/document.xml inside)")
+        total = sum(i.file_size for i in infos)
+        worst = max((i.file_size / max(i.compress_size, 1) for i in infos), default=0)
+        if total > DOCX_MAX_UNZIPPED or (total > 1048576 and worst > DOCX_MAX_RATIO):
+            raise Unreadable(f"a zip bomb? (it would unzip to {total / 1048576:.0f} MB)")
+        if "word/document.xml" not in {i.filename for i in infos}:
+            raise Unreadable("not a Word .docx file (no word/document.xml inside)")
+        with path.open("rb") as raw:
+            for info in infos:
+                _inflate_counted(raw, info)
+
+
+ZIP_READ = 64 * 1024
+
+
+def _inflate_counted(raw, info: zipfile.ZipInfo) -> None:
+    """Inflate one member a block at a time, counting what comes out, and refuse it the
+    moment it is larger than its header says (or ends up smaller): nothing more than one
+    block past the declared size is ever produced."""
+    from notes import Unreadable
+
+    said = info.file_size
+    lying = Unreadable(
+        f"a damaged or hostile zip ({info.filename} does not unzip to the {said} bytes "
+        "its header says)"
+    )
+    if info.flag_bits & 1:
+        raise Unreadable(f"an encrypted zip ({info.filename})")
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        raise Unreadable(f"not a Word .docx file ({info.filename} is compressed unusually)")
+    raw.seek(info.header_offset)
+    header = raw.read(30)
+    if len(header) < 30 or header[:4] != b"PK\x03\x04":
+        raise lying
+    name_length, extra_length = struct.unpack("<HH", header[26:30])
+    raw.seek(info.header_offset + 30 + name_length + extra_length)
+    left = info.compress_size
+    inflate = zlib.decompressobj(-15) if info.compress_type == zipfile.ZIP_DEFLATED else None
+    out = 0
+    while left > 0 and not (inflate and inflate.eof):
+        block = raw.read(min(ZIP_READ, left))
+        if not block:
+            raise lying
+        left -= len(block)
+        while block:
+            if inflate is None:
+                out, block = out + len(block), b""
+            else:
+                out += len(inflate.decompress(block, ZIP_READ))
+                block = inflate.unconsumed_tail
+            if out > said:
+                raise lying
+    if inflate is not None:
+        out += len(inflate.flush())
+    if out != said:
+        raise lying
 
 
 def _is_default(style) -> bool:
@@ -444,19 +522,51 @@ _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4}
 _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", re.I)
 
 
-def read_html(path: Path, max_chars: int | None = None) -> Converted:
+def read_html(path: Path, max_chars: int | None = None, started: float | None = None) -> Converted:
     """h1-h4 become headings, `<pre>` a fence, lists and table rows stay one per line;
     navigation, headers, footers, scripts and styles are dropped."""
     from selectolax.lexbor import LexborHTMLParser
 
-    tree = LexborHTMLParser(_html_text(path.read_bytes()))
+    budget = _Budget(max_chars, started)
+    tree = LexborHTMLParser(_shallow(_html_text(path.read_bytes())))
+    budget.check()
     title_node = tree.css_first("title")
     title = _SPACES.sub(" ", title_node.text()).strip() if title_node else ""
     tree.strip_tags(_DROP)
-    walker = _HtmlWalker(_Budget(max_chars))
+    walker = _HtmlWalker(budget)
     if tree.body is not None:
         walker.walk(tree.body)
     return Converted(walker.result(), title or None)
+
+
+_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)[^>]*>")
+# Elements that nest nothing (void) or whose end tag is usually left out: not counted.
+_FLAT = {
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param",
+    "source", "track", "wbr", "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup",
+    "thead", "tbody", "tfoot", "colgroup", "caption", "rp", "rt", "html", "head", "body",
+}  # fmt: skip
+
+
+def _shallow(html: str, limit: int = HTML_MAX_DEPTH) -> str:
+    """The page with the tags nested deeper than `limit` dropped (their text kept): the
+    parser's time grows with the square of the depth (100,000 nested <div>s took 23 s),
+    and no real page nests a few hundred deep."""
+    if html.count("<") <= limit:
+        return html
+    depth = 0
+
+    def keep(tag: re.Match) -> str:
+        nonlocal depth
+        if tag.group(2).lower() in _FLAT or tag.group(0).endswith("/>"):
+            return tag.group(0)
+        if tag.group(1):  # an end tag: kept when its start tag was
+            depth = max(depth - 1, 0)
+            return tag.group(0) if depth < limit else " "
+        depth += 1
+        return tag.group(0) if depth <= limit else " "
+
+    return _TAG.sub(keep, html)
 
 
 def _html_text(data: bytes) -> str:
@@ -484,7 +594,11 @@ class _HtmlWalker:
         """Follow child, sibling and parent links: no list of a node's children is built,
         so a 50 MB page with half a million siblings costs no more than its DOM."""
         node = root
+        seen = 0
         while node is not None:
+            seen += 1
+            if seen % 4096 == 0:
+                self.budget.check()
             if self.enter(node) and node.child is not None:
                 node = node.child
                 continue
@@ -570,12 +684,14 @@ class _HtmlWalker:
 # --- TXT ---------------------------------------------------------------------------------
 
 
-def read_txt(path: Path, max_chars: int | None = None) -> Converted:
+def read_txt(path: Path, max_chars: int | None = None, started: float | None = None) -> Converted:
     """Plain text: every line kept where it is, none read as Markdown structure."""
-    from notes import decode
+    from notes import decoded, guessed_warning
 
-    text = decode(path.read_bytes()).replace("\r\n", "\n").replace("\r", "\n")
-    return Converted("\n".join(escape_line(ln) for ln in text.split("\n")))
+    text, encoding = decoded(path.read_bytes())
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    warnings = (guessed_warning(encoding),) if encoding else ()
+    return Converted("\n".join(escape_line(ln) for ln in text.split("\n")), warnings=warnings)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -461,6 +461,36 @@ def test_ingest_and_delete_refuse_a_symlink_that_leads_outside(plain: Server) ->
         (plain.kb / "out").unlink()
 
 
+@pytest.mark.parametrize("char", ["\u202e", "\u2066", "\u200b", "\u2028", "\ufeff"])
+def test_a_name_with_a_bidi_or_invisible_character_is_refused(plain: Server, char: str) -> None:
+    """ "evil\u202egnp.md" would show as "evildm.png": a client cannot write such a name."""
+    api = plain.client()
+    name = f"evil{char}gnp.md"
+    said = error_of(api.post("/api/v1/ingest", json={"content": "# x\n", "file_name": name}), 400)
+    assert f"U+{ord(char):04X}" in said and char not in said, said
+    assert not (plain.kb / name).exists()
+
+
+def test_ingest_and_delete_refuse_a_symlink_loop_like_any_refused_path(plain: Server) -> None:
+    """`ln -s loop kb/loop`: resolving it raises (Python 3.11), which was a 500."""
+    api = plain.client()
+    (plain.kb / "loop").symlink_to("loop")
+    (plain.kb / "self.md").symlink_to("self.md")
+    try:
+        for name in ("loop/x.md", "self.md", str(plain.kb / "loop" / "x.md")):
+            said = error_of(
+                api.post("/api/v1/ingest", json={"content": "# x\n", "file_name": name}), 403
+            )
+            assert "symlink loop" in said, said
+            assert "loop" in error_of(api.post("/api/v1/ingest", json={"file_path": name}), 403)
+        assert "symlink loop" in error_of(api.delete("/api/v1/documents/loop/x.md"), 403)
+        assert "symlink loop" in error_of(api.delete("/api/v1/documents/self.md"), 403)
+        assert api.get("/api/v1/health").status_code == 200
+    finally:
+        (plain.kb / "loop").unlink()
+        (plain.kb / "self.md").unlink()
+
+
 @pytest.mark.parametrize("name", ["x.csv", "notes\\x.md", "sub//x.md", "sub/", "x.md.bak"])
 def test_ingest_refuses_names_askmd_does_not_read_with_400(plain: Server, name: str) -> None:
     api = plain.client()

@@ -67,8 +67,8 @@ def test_bad_files_give_one_line_errors(run_rag, tmp_path: Path) -> None:
     cases = {
         "missing.md": f"error: missing.md does not exist: give the path of a {kinds} file\n",
         "folder.md": f"error: folder.md is not a file: give the path of a {kinds} file\n",
-        "latin1.md": "error: latin1.md is not UTF-8 (byte 0xe9 at offset 3); re-save it as UTF-8\n",
-        "binary.md": "error: binary.md is binary (it contains NUL bytes), not a text note\n",
+        "latin1.md": "error: latin1.md: not UTF-8 (byte 0xe9 at offset 3); re-save it as UTF-8\n",
+        "binary.md": "error: binary.md: binary (it contains NUL bytes), not a text note\n",
     }
     for name, expected in cases.items():
         result = run_rag("chunk", name)

@@ -63,7 +63,7 @@ def test_a_hidden_note_is_reported_not_dropped_silently(run_rag, tmp_path: Path)
     assert skipped_of(result) == {"pages/common/..md": "hidden (its name starts with a dot)"}
     assert json.loads(result.stdout)["files_added"] == 1
     shown = run_rag("--knowledge", str(kb), "--index-dir", str(tmp_path / "ix"), "index")
-    assert "pages/common/..md is hidden (its name starts with a dot); skipped" in shown.stderr
+    assert "pages/common/..md: hidden (its name starts with a dot); skipped" in shown.stderr
 
 
 # --- an unreadable folder ----------------------------------------------------------------

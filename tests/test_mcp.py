@@ -215,6 +215,68 @@ def test_in_process_every_refused_path_is_one_clear_line(index, indexed) -> None
         assert "secret 7311" not in text
 
 
+def test_in_process_add_note_refuses_bidi_and_invisible_characters_in_names(tmp_path) -> None:
+    kb = write_notes(tmp_path / "kb", {"a.md": "# A\n\nhello\n"})
+    settings = load_settings({}, None, {"knowledge_dir": kb, "index_dir": tmp_path / "ix"})
+    server = server_over(pipeline.Index(settings), allow_write=True)
+    for char in ("\u202e", "\u200b", "\u2028", "\u2069"):
+        arguments = {"path": f"evil{char}gnp.md", "content": "# X\n"}
+        result = run(server, lambda c, a=arguments: c.call_tool("add_note", a))
+        text = result.content[0].text
+        assert result.is_error and f"U+{ord(char):04X}" in text and "\n" not in text, text
+    assert sorted(p.name for p in kb.iterdir()) == ["a.md"]
+
+
+def test_in_process_a_symlink_loop_is_refused_in_one_line(tmp_path) -> None:
+    kb = write_notes(tmp_path / "kb", {"a.md": "# A\n\nhello\n"})
+    (kb / "loop").symlink_to("loop")
+    settings = load_settings({}, None, {"knowledge_dir": kb, "index_dir": tmp_path / "ix"})
+    index = pipeline.Index(settings)
+    index.sync(["loop", "loop/x.md"])  # as the watcher syncs a link made while it runs
+    server = server_over(index, allow_write=True)
+    calls = [
+        ("read_note", {"path": "loop/x.md"}),
+        ("add_note", {"path": "loop/x.md", "content": "# X\n"}),
+        ("delete_note", {"path": "loop/x.md"}),
+    ]
+    for tool, arguments in calls:
+        result = run(server, lambda c, t=tool, a=arguments: c.call_tool(t, a))
+        text = result.content[0].text
+        assert result.is_error and "symlink loop" in text and "\n" not in text, (tool, text)
+
+
+def test_in_process_no_change_goes_through_a_symlinked_folder(tmp_path) -> None:
+    """`sub/g -> ../guides`: a write there landed in guides/ and was reported as not
+    indexed, a delete trashed the real note and reported 0 chunks. Refused, unchanged."""
+    kb = write_notes(tmp_path / "kb", {"guides/deploy.md": "# Deploy\n\nhelm install\n"})
+    (kb / "sub").mkdir()
+    (kb / "sub" / "g").symlink_to("../guides", target_is_directory=True)
+    (kb / "alias.md").symlink_to("guides/deploy.md")
+    settings = load_settings({}, None, {"knowledge_dir": kb, "index_dir": tmp_path / "ix"})
+    index = pipeline.Index(settings)
+    server = server_over(index, allow_write=True)
+    before = index.manifest.files()
+    calls = [
+        ("add_note", {"path": "sub/g/new.md", "content": "# New\n"}, "guides/new.md"),
+        ("add_note", {"path": "sub/g/deploy.md", "content": "# Deploy\n\nv2\n"}, "guides/"),
+        ("add_note", {"path": "alias.md", "content": "# Alias\n"}, "guides/deploy.md"),
+        ("delete_note", {"path": "sub/g/deploy.md"}, "guides/deploy.md"),
+        ("delete_note", {"path": "alias.md"}, "guides/deploy.md"),
+    ]
+    for tool, arguments, real in calls:
+        result = run(server, lambda c, t=tool, a=arguments: c.call_tool(t, a))
+        text = result.content[0].text
+        assert result.is_error and "symlink" in text and real in text, (tool, text)
+        assert "\n" not in text
+    assert sorted(p.relative_to(kb).as_posix() for p in kb.rglob("*")) == [
+        "alias.md", "guides", "guides/deploy.md", "sub", "sub/g",
+    ]  # fmt: skip
+    assert (kb / "guides" / "deploy.md").read_text() == "# Deploy\n\nhelm install\n"
+    assert (kb / "alias.md").is_symlink()
+    assert index.manifest.files() == before
+    assert not (tmp_path / "ix" / "trash").exists()
+
+
 def test_in_process_list_notes_has_chunk_counts_and_titles(index) -> None:
     server = server_over(index)
     listed = run(server, lambda c: c.call_tool("list_notes", {})).structured_content
@@ -503,7 +565,7 @@ def test_stdout_carries_only_protocol_messages_and_closing_stdin_exits_0(tmp_pat
     log.close()
     stderr = (tmp_path / "stderr.log").read_text()
     assert "Traceback" not in stderr
-    assert "bad.md is" in stderr and "indexed:" in stderr  # the sync spoke, on stderr
+    assert "bad.md: not UTF-8" in stderr and "indexed:" in stderr  # the sync spoke, on stderr
 
 
 def send(server: subprocess.Popen, method: str, n: int, params: dict) -> None:
@@ -539,3 +601,62 @@ def receive(server: subprocess.Popen, n: int) -> dict:
 def test_rag_mcp_is_in_the_help(run_rag) -> None:
     shown = run_rag("--help")
     assert "mcp" in shown.stdout and "--allow-write" in run_rag("mcp", "--help").stdout
+
+
+def receive_error(server: subprocess.Popen) -> dict:
+    """The next error reply that answers no request id (a line the server could not read)."""
+    deadline = time.monotonic() + 60
+    while True:
+        ready, _, _ = select.select([server.stdout], [], [], deadline - time.monotonic())
+        assert ready, "no error reply within 60 s"
+        message = json.loads(server.stdout.readline() or b"null")
+        assert message is not None, "the server closed stdout"
+        if "error" in message and message.get("id") is None:
+            return message
+
+
+def test_a_line_the_server_cannot_parse_is_answered_with_an_error_and_it_goes_on(
+    tmp_path,
+) -> None:
+    """Nesting past Python's recursion limit, bytes that are not JSON, and a line over the
+    cap (first with no newline at all: answered before the line ends, so it is not held
+    whole) each get a -32700 error, and the next request is answered."""
+    kb = write_notes(tmp_path / "kb", {"a.md": "# A\n\nhello\n"})
+    log = (tmp_path / "stderr.log").open("wb")
+    server = subprocess.Popen(
+        [sys.executable, str(ROOT / "rag.py"), "--knowledge", str(kb),
+         "--index-dir", str(tmp_path / "ix"), "mcp"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, cwd=tmp_path,
+        env=clean_env(), bufsize=0,
+    )  # fmt: skip
+    deep = '{"a": ' * 1100 + "1" + "}" * 1100
+    try:
+        send(server, "initialize", 0, {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        })  # fmt: skip
+        assert "serverInfo" in receive(server, 0)["result"]
+        server.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        server.stdin.write(
+            b'{"jsonrpc":"2.0","id":1,"method":"ping","params":' + deep.encode() + b"}\n"
+        )
+        assert receive_error(server)["error"]["code"] == -32700
+        send(server, "ping", 2, {})
+        assert receive(server, 2)["result"] == {}
+        server.stdin.write(b"not json at all\n")
+        assert receive_error(server)["error"]["code"] == -32700
+        server.stdin.write(b'{"jsonrpc": "2.0", "id": 7, "params": []}\n')  # JSON, no message
+        assert receive(server, 7)["error"]["code"] == -32600
+        server.stdin.write(b"x" * (mcp_server.MAX_LINE_BYTES + 1))  # no newline yet
+        refused = receive_error(server)["error"]
+        assert refused["code"] == -32700 and "MB" in refused["message"]
+        server.stdin.write(b"y" * 100_000 + b"\n")  # the rest of the long line is skipped
+        send(server, "ping", 3, {})
+        assert receive(server, 3)["result"] == {}
+        server.stdin.close()
+        assert server.wait(timeout=30) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+    log.close()
+    assert "Traceback" not in (tmp_path / "stderr.log").read_text()

@@ -6,6 +6,7 @@ import codecs
 import contextlib
 import dataclasses
 import hashlib
+import json
 import os
 import signal
 from pathlib import Path
@@ -856,3 +857,54 @@ def test_a_file_name_that_is_not_utf8_is_skipped_not_fatal(tmp_path: Path) -> No
     assert [(s.source, s.reason) for s in skipped] == [
         ("bad\ufffd.md", "named in an encoding other than UTF-8; rename it")
     ]
+
+
+FRENCH = """# Préparer le café
+
+Le café est prêt à être servi. Où est la clé? Ça va très bien, merci.
+Il faut moudre les grains juste avant l'infusion : la mouture fraîche garde l'arôme.
+Versez l'eau à 93 °C, jamais bouillante, et attendez quatre minutes.
+"""
+QUOTES = """# Release notes
+
+He said “ship it” – and left… The licence costs 5€ a seat.
+It’s the “stable” channel — use it for production.
+
+The rollback command is `deploy --undo`; it takes a minute.
+"""
+JAPANESE = """設定ガイド
+
+設定ファイルはホームディレクトリにあります。
+変更したあとはサーバーを再起動してください。
+ログは毎晩ローテーションされます。
+"""
+
+
+def test_a_note_in_a_legacy_encoding_is_read_when_its_encoding_is_certain(run_rag, tmp_path):
+    """Latin-1, Windows-1252 and Shift-JIS notes were skipped as not UTF-8: decoded when
+    the detector is sure, with a warning naming the encoding assumed; a file too short
+    to tell is still skipped. Lines are counted as in the file."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "cafe.md").write_bytes(FRENCH.encode("latin-1"))
+    (kb / "release.md").write_bytes(QUOTES.encode("cp1252"))
+    (kb / "guide.txt").write_bytes(JAPANESE.encode("shift_jis"))
+    (kb / "short.md").write_bytes(b"caf\xe9")
+    where = ("--knowledge", str(kb), "--index-dir", str(tmp_path / "ix"))
+    result = run_rag(*where, "index", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert [s["path"] for s in report["files_skipped"]] == ["short.md"]
+    warned = " | ".join(report["warnings"])
+    for name, encoding in (("cafe.md", "windows-1252"), ("release.md", "windows-1252"),
+                           ("guide.txt", "shift_jis")):  # fmt: skip
+        assert f"{name}: not UTF-8, read as {encoding}" in warned, warned
+    found = run_rag(*where, "search", "rollback command deploy undo", "--json")
+    top = json.loads(found.stdout)["results"][0]
+    assert top["source"] == "release.md" and "deploy --undo" in top["text"]
+    assert (top["line_start"], top["line_end"]) == (1, 6)
+    assert "“ship it” – and left…" in top["text"]
+    found = run_rag(*where, "search", "設定ファイル ホームディレクトリ", "--json")
+    top = json.loads(found.stdout)["results"][0]
+    assert top["source"] == "guide.txt" and "サーバーを再起動" in top["text"]
+    assert top["line_end"] == 5

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -80,6 +82,33 @@ def zip_bomb(target: Path, unzipped_mb: int = 300) -> Path:
             block = b"\0" * (1 << 20)
             for _ in range(unzipped_mb):
                 member.write(block)
+    return target
+
+
+def lying_zip_bomb(target: Path, unzipped_mb: int, says: int = 100) -> Path:
+    """A real Word file whose document.xml is a zip bomb, and whose headers (local and
+    central) say it is `says` bytes: a check of the declared sizes lets it through."""
+    with (
+        zipfile.ZipFile(FIXTURES / "guide.docx") as real,
+        zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z,
+    ):
+        for info in real.infolist():
+            if info.filename != "word/document.xml":
+                z.writestr(info, real.read(info))
+        with z.open("word/document.xml", "w") as member:
+            block = b"\0" * (1 << 20)
+            for _ in range(unzipped_mb):
+                member.write(block)
+        where = z.getinfo("word/document.xml").header_offset
+    data = bytearray(target.read_bytes())
+    struct.pack_into("<I", data, where + 22, says)  # the local header's size
+    central = data.find(b"PK\x01\x02", where)
+    while central != -1:
+        length = struct.unpack_from("<H", data, central + 28)[0]
+        if data[central + 46 : central + 46 + length] == b"word/document.xml":
+            struct.pack_into("<I", data, central + 24, says)  # the central directory's
+        central = data.find(b"PK\x01\x02", central + 4)
+    target.write_bytes(bytes(data))
     return target
 
 
@@ -255,6 +284,28 @@ def test_a_zip_bomb_is_refused_before_it_is_inflated(tmp_path: Path) -> None:
         tracemalloc.stop()
 
 
+def test_a_zip_whose_headers_lie_about_its_sizes_is_refused_in_bounded_memory(
+    tmp_path: Path,
+) -> None:
+    """300 MB of zeros declared as 100 bytes: what is inflated is counted, not what the
+    zip says, so the read stops at once (zipfile inflated it all before its CRC check)."""
+    bomb = lying_zip_bomb(tmp_path / "liar.docx", 300)
+    probe = (
+        "import re, sys; sys.path.insert(0, sys.argv[2]); import notes\n"
+        "from pathlib import Path\n"
+        "try: notes.read(Path(sys.argv[1]).parent, 'liar.docx', 10 << 20)\n"
+        "except notes.Unreadable as e: print(e)\n"
+        "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, str(bomb), str(ROOT)],
+        capture_output=True, text=True, check=True, timeout=120,
+    ).stdout.splitlines()  # fmt: skip
+    reason, max_rss_kb = out[0], int(out[1])
+    assert "word/document.xml" in reason and "100 bytes" in reason, reason
+    assert max_rss_kb < 200 * 1024, f"{max_rss_kb // 1024} MB to refuse a lying zip"
+
+
 def test_a_2000_page_pdf_is_read_in_bounded_memory(tmp_path: Path) -> None:
     big = pypdf_pdf(
         tmp_path / "big.pdf", [f"Page {i} is about widget {i}." for i in range(1, 2001)]
@@ -338,6 +389,24 @@ def test_index_skips_each_bad_file_with_a_reason_and_cites_pages(run_rag, tmp_pa
     assert again["files_skipped"] == report["files_skipped"]
 
 
+def test_every_skip_reason_reads_as_a_sentence(run_rag, tmp_path: Path) -> None:
+    """Reasons are phrases of all kinds ("a zip bomb? …", "its text is over …", "cannot be
+    read …"): joined as "NAME is REASON" they read "… is would unzip to 60 MB"."""
+    kb = write_notes(tmp_path / "kb", {"plain.md": "# Plain\n\nQuokkas.\n"})
+    zip_bomb(kb / "bomb.docx", 60)
+    (kb / "wordy.html").write_text("<p>" + "words " * 50_000 + "</p>")
+    (kb / "scan.pdf").write_bytes(b"")
+    where = ("--knowledge", str(kb), "--index-dir", str(tmp_path / "ix"))
+    result = run_rag(*where, "index", ASKMD_MAX_FILE_MB="0.1")
+    assert result.returncode == 0, result.stderr
+    for start in ("bomb.docx: a zip bomb?", "wordy.html: its text is over the 0.1 MB limit"):
+        assert f"warning: {start}" in result.stderr, result.stderr
+    for name in ("bomb.docx", "wordy.html", "scan.pdf"):
+        assert f"{name} is " not in result.stderr
+    shown = run_rag(*where, "chunk", str(kb / "bomb.docx"))
+    assert shown.stderr.startswith(f"error: {kb / 'bomb.docx'}: a zip bomb?"), shown.stderr
+
+
 def test_chunk_command_shows_what_was_extracted(run_rag) -> None:
     result = run_rag("chunk", str(FIXTURES / "manual.pdf"), "--json")
     assert result.returncode == 0, result.stderr
@@ -396,6 +465,14 @@ def test_http_ingest_takes_a_pdf_as_base64_and_refuses_a_bad_one(tmp_path: Path)
         refused = api.post("/api/v1/ingest", json=body)
         assert refused.status_code == 422 and readers.NO_TEXT in refused.text
         assert not (server.kb / "scan.pdf").exists()
+        liar = lying_zip_bomb(tmp_path / "liar.docx", 30)
+        body = {
+            "file_name": "liar.docx",
+            "content_base64": base64.b64encode(liar.read_bytes()).decode(),
+        }
+        refused = api.post("/api/v1/ingest", json=body)
+        assert refused.status_code == 422 and "100 bytes its header says" in refused.text
+        assert not (server.kb / "liar.docx").exists()
         junk = api.post("/api/v1/ingest", json={"file_name": "x.pdf", "content_base64": "%%%"})
         assert junk.status_code == 400 and "not valid base64" in junk.text
         both = {"file_name": "y.md", "content": "# Y\n", "content_base64": "IyBZCg=="}
@@ -424,3 +501,35 @@ def test_a_real_world_pdf_reads_by_its_outline_and_cites_the_right_page() -> Non
             pages[n - 1].extract_text() for n in range(chunk.page_start, chunk.page_end + 1)
         )
         assert words and all(w in shown for w in words), (chunk.page_start, words)
+
+
+def test_deeply_nested_html_reads_as_fast_as_flat_html(tmp_path: Path) -> None:
+    """40,000 nested <div>s took the HTML parser seconds (its time grows with the square
+    of the depth); past a depth the tags are dropped before parsing, the text kept."""
+    n = 40_000
+    nested = tmp_path / "nested.html"
+    nested.write_text("<html><body>" + "<div>a " * n + "deepest" + "</div>" * n + "</body></html>")
+    flat = tmp_path / "flat.html"
+    flat.write_text("<html><body>" + "<div>a </div>" * n + "deepest</body></html>")
+    started = time.perf_counter()
+    flat_note = read(flat)
+    flat_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    note = read(nested)
+    nested_seconds = time.perf_counter() - started
+    assert "deepest" in note.text and note.text.count("a") >= n
+    assert "deepest" in flat_note.text
+    assert nested_seconds < 10 * max(flat_seconds, 0.05), (nested_seconds, flat_seconds)
+
+
+def test_a_file_that_takes_too_long_to_read_is_skipped_with_a_reason(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Every reader stops at its time budget: the file is skipped, saying why."""
+    monkeypatch.setattr(readers, "READ_SECONDS", 0.0)
+    shutil.copy(FIXTURES / "manual.pdf", tmp_path / "manual.pdf")
+    shutil.copy(FIXTURES / "guide.docx", tmp_path / "guide.docx")
+    (tmp_path / "page.html").write_text("<p>" + "words " * 1000 + "</p>" * 3)
+    for name in ("manual.pdf", "guide.docx", "page.html"):
+        with pytest.raises(notes.Unreadable, match=r"^too slow to read \(over 0 s"):
+            read(tmp_path / name)

@@ -264,6 +264,31 @@ def test_escape_sequences_in_notes_are_shown_not_obeyed_down_a_pipe(hostile_kb, 
     assert any("\x1b]52;c;" in t for t in texts)  # JSON keeps the text exactly, escaped
 
 
+BIDI = re.compile("[\u061c\u200b\u200e\u200f\u202a-\u202e\u2028\u2029\u2066-\u2069\ufeff]")
+
+
+def test_bidi_and_invisible_characters_are_shown_not_obeyed(tmp_path, server) -> None:
+    """A name "evil<U+202E>gnp.md" read as "evildm.png"; text-direction and invisible
+    characters in notes reached answers as they were. Shown as \\u202e, as C1 ones are."""
+    kb = write_notes(tmp_path / "kb", {"bread.md": NOTES["bread.md"]})
+    (kb / "evil\u202egnp.md").write_text(
+        "# Evil\n\nThe vault port is 8421 \u2066isolated\u2069 and\u200bhidden"
+        " \u202ereversed\u202c here.\n"
+    )
+    for args in (["search", "vault port 8421"], ["ask", "which is the vault port?"]):
+        result = run(kb, server, *args)
+        out = result.stdout.decode()
+        assert result.returncode == 0, result.stderr.decode()
+        assert not BIDI.search(out), repr(BIDI.search(out))
+        assert not BIDI.search(result.stderr.decode())
+        assert "evil\\u202egnp.md" in out and "8421" in out, out
+        assert "\\u2066isolated\\u2069" in out and "and\\u200bhidden" in out
+    result = run(kb, server, "search", "vault port 8421", "--json")
+    assert not BIDI.search(result.stdout.decode())
+    found = json.loads(result.stdout)["results"][0]
+    assert found["source"] == "evil\u202egnp.md" and "\u200b" in found["text"]  # exact
+
+
 def test_escape_sequences_in_notes_are_shown_not_obeyed_in_the_repl(
     hostile_kb, server, tmp_path
 ) -> None:
