@@ -307,12 +307,8 @@ def check_support(result: Answer, ground: Grounding) -> None:
     """Each sentence of the answer that cites [n], checked against passage n: a citation
     the passage does not support is listed in `unsupported_citations` and its reference
     says so. The sentence itself stays: the reader decides, told what was checked."""
-    unsupported: list[int] = []
-    for n, claims in claims_by_source(result.text, result.citations).items():
-        hit = result.hits[n - 1]
-        for claim in dict.fromkeys(claims):
-            if n not in unsupported and not ground.supports(claim, hit):
-                unsupported.append(n)
+    claims = {n: said for n, said in claims_by_source(result.text, result.citations).items()}
+    unsupported = ground.unsupported(claims, result.hits)
     result.unsupported_citations = unsupported
     result.references = [replace(r, supported=r.n not in unsupported) for r in result.references]
 

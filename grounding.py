@@ -211,6 +211,43 @@ class Grounding:
         """Whether passage `hit` says what the claim says (`supported` >= SUPPORTED)."""
         return self.supported(claim, hit) >= SUPPORTED
 
+    def unsupported(self, claims: dict[int, list[str]], hits: Sequence[Hit]) -> list[int]:
+        """The numbers n (1-based into `hits`) cited for a claim that passage n does not
+        support: below the line on its own (`supported`), or said far better by another
+        of the passages (its best sentence ANOTHER_SAYS_IT more similar to the claim).
+        The second is the usual mistake of a model that read several passages on one
+        topic: the right fact, the neighbour's number. Each passage's sentences are
+        embedded once for all the claims."""
+        asked = [(n, c) for n, said in claims.items() for c in dict.fromkeys(said)]
+        if not asked or not hits:
+            return []
+        model, calibration = self.reader(asked[0][1], [h.text for h in hits])
+        line = Calibration(calibration.line + SUPPORT_MARGIN, calibration.spread)
+        owner: list[int] = []
+        texts: list[str] = []
+        for i, hit in enumerate(hits):
+            for sentence in [*self.split(hit.text)[:MAX_SENTENCES], _headed(hit)]:
+                owner.append(i)
+                texts.append(sentence[:SENTENCE_CHARS])
+        import numpy as np
+
+        vectors = model.embed(texts)
+        claimed = model.embed_queries([c for _, c in asked])
+        cosines = claimed @ vectors.T  # (claims, sentences)
+        found: list[int] = []
+        for row, (n, claim) in enumerate(asked):
+            if n in found:
+                continue
+            best = np.full(len(hits), -1.0)
+            for column, i in enumerate(owner):
+                best[i] = max(best[i], cosines[row, column])
+            own = float(best[n - 1])
+            others = max((float(v) for i, v in enumerate(best) if i != n - 1), default=-1.0)
+            alone = combined(own, self.coverage(claim, hits[n - 1]), line) < SUPPORTED
+            if alone or others - own > ANOTHER_SAYS_IT:
+                found.append(n)
+        return sorted(found, key=lambda n: list(claims).index(n))
+
     def supported(self, claim: str, hit: Hit) -> float:
         """How well passage `hit` supports one sentence of an answer, 0..1: its best
         sentence's cosine with the claim, read against the model's calibration, together
@@ -229,6 +266,9 @@ class Grounding:
 # (bench/citations_bench.py, BENCHMARKS.md "Citation check").
 SUPPORT_MARGIN = 0.1
 SUPPORTED = 0.5
+# A cited passage whose best sentence is this much less similar to the claim than another
+# passage's does not support it: that other passage says it (bench/citations_bench.py).
+ANOTHER_SAYS_IT = 0.15
 
 
 def combined(similarity: float, coverage: float, calibration: Calibration) -> float:

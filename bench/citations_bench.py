@@ -7,8 +7,8 @@ the top 5 passages are retrieved as `ask` retrieves them; the passage holding th
 answer word for word is the right one to cite. The gold sentence cited to it is a right
 citation; cited to another of the top 5 passages (one that does not hold it: the mistake
 a model makes, citing the neighbour on the same topic) it is a wrong one. Prints, per
-set, the share of wrong citations flagged and of right ones flagged with
-grounding.SUPPORT_MARGIN (then with a few other margins), and the check's time per claim.
+set, the share of wrong citations flagged and of right ones flagged by the check
+(grounding.unsupported), by its two rules alone, and its time per answer.
 """
 
 from __future__ import annotations
@@ -24,58 +24,66 @@ import evaluate  # noqa: E402
 import grounding  # noqa: E402
 from bench.answers_bench import SETS, SETS_DIR, open_index  # noqa: E402
 
-MARGINS = (0.0, 0.05, 0.1, 0.15, 0.2)
 
-
-def pairs(index, queries):
-    """(claim, right hit, wrong hits) for each question whose gold a top passage holds."""
+def cases(index, queries):
+    """(claim, hits, right number, wrong numbers) for each question whose gold answer a
+    top passage holds word for word."""
     for q in queries:
         if q.unanswerable or not q.answers:
             continue
         hits = index.search(q.query, 5)
         gold = q.answers[0].strip()
-        holding = [h for h in hits if gold[:60] in h.text]
+        holding = [i for i, h in enumerate(hits, start=1) if gold[:60] in h.text]
         if not holding:
             continue
         right = holding[0]
-        wrong = [h for h in hits if gold[:60] not in h.text and h.source != right.source]
-        yield gold, right, wrong[:2]
+        source = hits[right - 1].source
+        wrong = [
+            i for i, h in enumerate(hits, start=1) if gold[:60] not in h.text and h.source != source
+        ]
+        yield gold, hits, right, wrong[:2]
+
+
+RULES = (  # (label, SUPPORT_MARGIN, ANOTHER_SAYS_IT)
+    ("default", None, None),
+    ("line only", None, 9.0),
+    ("another passage only", -9.0, None),
+)
 
 
 def main() -> None:
-    print("| set | right | wrong | wrong flagged | right flagged | ms per claim |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| set | rule | right | wrong | wrong flagged | right flagged | ms per answer |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    chosen = (grounding.SUPPORT_MARGIN, grounding.ANOTHER_SAYS_IT)
     for name, folder in SETS:
         path = SETS_DIR / name
         if "unanswerable" in name or not path.is_file():
             continue
         index = open_index(folder, Path("/tmp/askmd-bench"), {})
         ground = index.grounding()
-        cases = list(pairs(index, evaluate.read_queries(path, answers=True)))
-        if not cases:
+        found = list(cases(index, evaluate.read_queries(path, answers=True)))
+        if not found:
             continue
-        chosen = grounding.SUPPORT_MARGIN
-        for margin in (chosen, *(m for m in MARGINS if m != chosen)):
-            grounding.SUPPORT_MARGIN = margin
-            right_scores, wrong_scores, took = [], [], []
-            for claim, right, wrong in cases:
+        for label, margin, another in RULES:
+            grounding.SUPPORT_MARGIN = chosen[0] if margin is None else margin
+            grounding.ANOTHER_SAYS_IT = chosen[1] if another is None else another
+            right_flagged, wrong_flagged, took = [], [], []
+            for claim, hits, right, wrong in found:
                 began = time.perf_counter()
-                right_scores.append(ground.supported(claim, right))
+                right_flagged.append(right in ground.unsupported({right: [claim]}, hits))
                 took.append(time.perf_counter() - began)
-                wrong_scores += [ground.supported(claim, w) for w in wrong]
-            label = name if margin == chosen else f"  margin {margin}"
-            line = grounding.SUPPORTED
+                wrong_flagged += [w in ground.unsupported({w: [claim]}, hits) for w in wrong]
             print(
-                f"| {label} | {len(right_scores)} | {len(wrong_scores)} "
-                f"| {_below(wrong_scores, line):.3f} | {_below(right_scores, line):.3f} "
+                f"| {name} | {label} | {len(right_flagged)} | {len(wrong_flagged)} "
+                f"| {_share(wrong_flagged):.3f} | {_share(right_flagged):.3f} "
                 f"| {1000 * sum(took) / len(took):.0f} |",
                 flush=True,
             )
-        grounding.SUPPORT_MARGIN = chosen
+        grounding.SUPPORT_MARGIN, grounding.ANOTHER_SAYS_IT = chosen
 
 
-def _below(scores: list[float], line: float) -> float:
-    return sum(s < line for s in scores) / len(scores) if scores else 0.0
+def _share(flags: list[bool]) -> float:
+    return sum(flags) / len(flags) if flags else 0.0
 
 
 if __name__ == "__main__":

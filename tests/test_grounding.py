@@ -156,6 +156,17 @@ def test_a_citation_the_passage_does_not_support_is_flagged(index) -> None:
     assert ground.supported("Feed the starter daily with flour and water.", bread) >= 0.5
 
 
+def test_the_neighbour_s_fact_cited_to_the_wrong_passage_is_flagged(index) -> None:
+    """Two passages on one topic: the right fact with the other's number."""
+    hits = index.search("Which ports are used?", 5)
+    api = next(i for i, h in enumerate(hits, 1) if "8420" in h.text)
+    metrics = next(i for i, h in enumerate(hits, 1) if "9420" in h.text)
+    claim = "Prometheus scrapes the metrics on port 9420 every 15 seconds."
+
+    assert index.grounding().unsupported({api: [claim]}, hits) == [api]
+    assert index.grounding().unsupported({metrics: [claim]}, hits) == []
+
+
 def test_ask_with_a_model_flags_a_wrong_citation_and_keeps_the_sentence(
     run_rag, tmp_path: Path
 ) -> None:
