@@ -497,8 +497,11 @@ def _fill(
     chunks: int | None,
     stop: Callable[[], bool],
 ) -> None:
-    _change_side_model(store, manifest, getattr(embedder, "companion_id", None) or "")
-    _widen_side(manifest, getattr(embedder, "companion_id", None) or "")
+    # Both may make chunks wait again: a commit, or a thread of a long-lived caller would
+    # take the new generation for another process's and reopen the store under this one.
+    with commit():
+        _change_side_model(store, manifest, getattr(embedder, "companion_id", None) or "")
+        _widen_side(manifest, getattr(embedder, "companion_id", None) or "")
     w = _Writer(settings, store, manifest, embedder, report, progress, commit)
     progress.filling(manifest.pending(sources))
     done = 0

@@ -35,7 +35,7 @@ import retriever
 import vault
 from errors import AskmdError, BadRequest, IndexReplaced
 from manifest import Manifest
-from rwlock import ReadWriteLock, WriterLock, file_lock
+from rwlock import ReadWriteLock, WriterLock, file_lock, held_by_another_thread
 from settings import Settings
 from store import Store
 
@@ -415,8 +415,12 @@ class Index:
             self._seen = self.manifest.generation()
 
     def follow(self) -> None:
-        """Reopen the store if another process committed since this one last looked."""
+        """Reopen the store if another process committed since this one last looked.
+        Never while another thread of this process writes (the background filler): the
+        store is in its hands, and no other process can have written meanwhile."""
         if self.manifest.generation() == self._seen:
+            return
+        if held_by_another_thread(self.settings.index_dir):
             return
         self._check_still_ours()
         with self.lock.writing():  # no search is using the store while it is replaced
@@ -469,6 +473,8 @@ class Index:
         """After a failed search: True when another process had replaced the collection
         (a rebuild) and it is now reopened, so the search is worth one more try. A store
         that is really broken fails again and its error, with its advice, stands."""
+        if held_by_another_thread(self.settings.index_dir):
+            return False  # nobody else can have replaced it; the store is the writer's
         meta = {"embedder": self.embedder.id, "fingerprint": indexer.fingerprint(self.settings)}
         with self.lock.writing():
             try:
@@ -545,11 +551,16 @@ class Index:
             "chunks_embedded": 0,
             "keyword_ready": False,
             "collection": self.settings.collection,
+            "filler": self.filler.state if self.filler is not None else "off",
         }
         if not (self.settings.index_dir / manifest_file.MANIFEST).exists():
             return stats  # nothing indexed yet; do not create an index just to say so
         self.follow()
         m = self.manifest
+        if self.filler is None:  # a REPL or server's, when one runs over this index
+            from filler import recorded
+
+            stats["filler"] = recorded(m.get("filler"))
         stats.update(
             files=len(m.files()),
             embedder=m.get("embedder") or stats["embedder"],
