@@ -266,13 +266,13 @@ def sync(
                         manifest.forget_all()  # the vector store is emptied by the filling
                     known = {}
                     report.rebuilt = True
+                if fresh or first:  # every file recorded from here on is this code's
+                    _mark_format(manifest, fp)
                 _record(_Keywords(settings, manifest, known, current, report, progress, commit))
                 manifest.set(gate=_gate(fp, current), fingerprint=fp,
                              embedder=embedder_id(settings), last_sync=now())  # fmt: skip
                 if report.files_added or report.files_changed:
                     _hint_language(manifest, embedder_id(settings), report)
-                if fresh or first:  # recorded whole by this code: links read, repeats once
-                    manifest.set(links_version=vault.LINKS_VERSION, repeats="once", copies="apart")
             if manifest.get("links_version") != vault.LINKS_VERSION:
                 with commit():
                     _reread_links(settings, manifest)
@@ -295,6 +295,13 @@ def sync(
         return report
     finally:
         progress.finish()
+
+
+def _mark_format(manifest: Manifest, fp: str) -> None:
+    """Record, before the first file, that this index is this code's: links read, repeats
+    dropped, shared passages stored apart, these settings. A first build killed half-way
+    is then resumed by the next run, not taken for an index of older code and rebuilt."""
+    manifest.set(links_version=vault.LINKS_VERSION, repeats="once", copies="apart", fingerprint=fp)
 
 
 @dataclass
