@@ -203,6 +203,7 @@ class Index:
         queue: float | None = None,
         vectors: bool | None = None,
         windows_too: bool = True,
+        emptying: bool = False,
     ) -> indexer.SyncReport:
         """Bring the index in step with the folder: the one door for every change to it.
 
@@ -222,6 +223,9 @@ class Index:
         notes in `paths` (a watcher's few saved notes), and the filler does the rest.
         A whole vector phase also gives window vectors to chunks stored without them,
         unless `windows_too` is False (a one-shot search's quick fill).
+
+        A folder that is gone or holds no notes never empties the index, unless
+        `emptying` (the `index` command): the report's `kept_all` says it was kept.
         """
         if self.read_only:
             raise AskmdError(
@@ -250,6 +254,7 @@ class Index:
                 paths=paths,
                 vectors=vectors,
                 windows_too=windows_too,
+                emptying=emptying,
             )
         if auto and vectors is False:  # left to the filler, unless they are few (/reindex)
             self._fill_few(report, progress, wait, FOREGROUND_CHUNKS_LIVE)

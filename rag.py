@@ -96,6 +96,7 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
             progress=console.SyncProgress(),
             on_wait=console.warning,
             vectors=not args.keyword_only,
+            emptying=True,  # asked for by hand: a folder emptied on purpose empties the index
         )
     if args.json:
         console.print_json(report.to_json())
