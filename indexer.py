@@ -1145,6 +1145,9 @@ def _embed_side(
     for start in range(0, len(missing), EMBED_SLICE):
         if pause(start):
             raise _Paused(start)
+        # Named beside the full vectors bar: this second model's work took 40 s of
+        # knowledge/'s first start, and the screen sat still through it.
+        w.progress.step(f"multilingual vectors {start}/{len(missing)}")
         part = missing[start : start + EMBED_SLICE]
         began = time.perf_counter()
         texts = [text_of[h] for h in part]
@@ -1156,6 +1159,8 @@ def _embed_side(
         new = dict(zip(part, fresh, strict=True))
         w.manifest.cache(side_id, new)
         vectors.update(new)
+    if missing:
+        w.progress.step("")
     positions = [i for i in positions if rows[i].text_hash in vectors]
     matrix = np.stack([vectors[rows[i].text_hash] for i in positions]) if positions else None
     return _Side(

@@ -382,6 +382,7 @@ class Index:
         progress: indexer.Progress | None = None,
         warn: Callable[[str], None] = lambda message: None,
         background: bool = False,
+        foreground: int | None = None,
     ) -> indexer.SyncReport | None:
         """Sync before answering, unless another process is updating the index: then wait
         READ_WAIT_SECONDS at most and answer from the index as it is (None, after one
@@ -391,13 +392,16 @@ class Index:
         With `background` (a REPL, a server: they stay up) only the keyword phase runs
         here and the vectors are stored by `fill_in_background`, so the first question is
         answered as soon as every note is chunked, ranked by keyword until the vectors
-        are in."""
+        are in. `foreground` overrides how many missing vectors are stored here first (0:
+        none, for a person waiting at a prompt; by default FOREGROUND_CHUNKS_LIVE with
+        `background`, else FOREGROUND_CHUNKS)."""
         if self.read_only:
             warn("the index folder is read-only: searching it as it is")
             return None
         try:
             report = self.sync(progress=progress, wait=READ_WAIT_SECONDS, vectors=False)
             limit = FOREGROUND_CHUNKS_LIVE if background else FOREGROUND_CHUNKS
+            limit = limit if foreground is None else foreground
             waiting = self._fill_few(report, progress, READ_WAIT_SECONDS, limit)
             if waiting and not background and self.filler is None:
                 warn(

@@ -147,3 +147,63 @@ def test_a_failure_the_filler_did_not_expect_is_said_once_and_it_goes_on(tmp_pat
             index.filler.stop()
         assert len(said) == 1 and "trying again" in said[0], said
         assert "\n" not in said[0]
+
+
+def test_at_a_terminal_the_first_prompt_does_not_wait_for_a_small_folders_vectors(
+    tmp_path: Path,
+) -> None:
+    """The prompt comes once the notes are searchable by keyword; the vectors of even a
+    small folder follow in the background, as a big folder's do."""
+    if pexpect is None or not hasattr(pexpect, "spawn"):
+        missing("pexpect (with pty support) is not installed")
+    from tests.openai_server import OpenAIServer
+
+    kb = write_notes(tmp_path / "kb", {f"n{i}.md": f"# N{i}\n\nShelf {i} code sh{i}x.\n"
+                                       for i in range(20)})  # fmt: skip
+    with OpenAIServer(dimension=16, latency=0.2) as server:
+        env = clean_env(
+            ASKMD_EMBEDDING_BACKEND="openai", ASKMD_EMBEDDING_MODEL="test-embed",
+            OPENAI_BASE_URL=server.url, OPENAI_API_KEY="k", ASKMD_EMBED_BATCH="4",
+        )  # fmt: skip
+        env.update(TERM="xterm-256color", COLUMNS=str(COLS), LINES=str(ROWS))
+        child = pexpect.spawn(
+            sys.executable,
+            [str(ROOT / "rag.py"), "--knowledge", str(kb), "--index-dir", str(tmp_path / "ix")],
+            env=env, cwd=str(tmp_path), dimensions=(ROWS, COLS), encoding="utf-8", timeout=60,
+        )  # fmt: skip
+        try:
+            term = Term(child)
+            before = term.wait(PROMPT, timeout=60)
+            assert "20 added" in before and re.search(r"\b0 chunks embedded", before), before
+            deadline = time.monotonic() + 30
+            while _stats(term)["chunks_embedded"] != "20":
+                assert time.monotonic() < deadline, term.screen
+                time.sleep(0.5)
+            term.quit_with_eof()
+        finally:
+            if child.isalive():
+                child.terminate(force=True)
+
+
+def test_the_multilingual_vectors_are_named_while_they_are_stored(tmp_path: Path) -> None:
+    """Once the vectors bar is full, the second model's work (seconds to minutes) is
+    named with its count, not a still screen."""
+    if pexpect is None or not hasattr(pexpect, "spawn"):
+        missing("pexpect (with pty support) is not installed")
+    from embedding_models import CJK_MODEL, installed
+
+    if not installed(CJK_MODEL):
+        missing("the multilingual model is not installed (requirements-multilingual.txt)")
+    kb = write_notes(tmp_path / "kb", {"zh.md": NOTES["zh.md"], "en.md": NOTES["n001.md"]})
+    env = clean_env()
+    env.update(TERM="xterm-256color", COLUMNS=str(COLS), LINES=str(ROWS))
+    child = pexpect.spawn(
+        sys.executable,
+        [str(ROOT / "rag.py"), "--knowledge", str(kb), "--index-dir", str(tmp_path / "ix"),
+         "index"],
+        env=env, cwd=str(tmp_path), dimensions=(ROWS, COLS), encoding="utf-8", timeout=120,
+    )  # fmt: skip
+    term = Term(child)
+    term.wait("indexed:", timeout=120)
+    child.expect(pexpect.EOF)
+    assert "multilingual vectors 0/2" in term.screen, term.screen
