@@ -42,6 +42,10 @@ class TooLarge(AskmdError):
     status = 413
 
 
+class FolderGone(AskmdError):
+    status = 409  # the folder's state, not the request, is wrong: sent again later, it works
+
+
 def sent_note_limit(settings: Settings) -> int:
     """The largest note a client may send as content."""
     return min(settings.max_file_bytes, MAX_SENT_NOTE_BYTES)
@@ -156,7 +160,7 @@ def write(settings: Settings, name: str, content: str | bytes) -> str:
         raise BadRequest(f"{source}: a folder or special file is in the way")
     _check_folders(settings, source)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _make_folders(settings.knowledge_dir, source)
         if existed:
             to_trash(settings, source, copy=True)
         handle, temp = tempfile.mkstemp(prefix=".askmd-", suffix=".tmp", dir=path.parent)
@@ -202,6 +206,7 @@ def ingest(
     s behind another process's), so a refused change has changed nothing."""
     settings = index.settings
     with index.writing(queue=queue, wait=wait):
+        check_folder_there(settings)
         if file_path is not None:
             source = existing(settings, file_path)
         else:
@@ -231,6 +236,7 @@ def delete(index: Index, name: str, queue: float | None = None, wait: float = 5.
     `{"status": "deleted", "file", "chunks", "trash"}`."""
     settings = index.settings
     with index.writing(queue=queue, wait=wait):
+        check_folder_there(settings)
         source = source_of(settings, name)
         _no_link_on_the_way(settings, source)
         before = index.manifest.files().get(source)
@@ -265,6 +271,25 @@ def _no_link_on_the_way(settings: Settings, source: str) -> None:
             raise Forbidden(
                 f"{source}: {link} is a symlink; notes are changed at their real path ({said})"
             )
+
+
+def _make_folders(root: Path, source: str) -> None:
+    """The note's folders under the knowledge folder, never the knowledge folder itself:
+    one moved away meanwhile must not come back holding only this note."""
+    for parent in reversed(PurePosixPath(source).parents):
+        if str(parent) != ".":
+            (root / parent).mkdir(exist_ok=True)  # FileNotFoundError when root is gone
+
+
+def check_folder_there(settings: Settings) -> None:
+    """Refuse a change to the notes while the knowledge folder itself is gone (moved
+    away, a disk unmounted): writing would make a new folder with one note in it, and the
+    next sync would take every other note for deleted."""
+    if not settings.knowledge_dir.is_dir():
+        raise FolderGone(
+            f"the knowledge folder {settings.knowledge_dir} is gone: no note can be written "
+            "or deleted until it is back"
+        )
 
 
 def _check_folders(settings: Settings, source: str) -> None:

@@ -65,9 +65,13 @@ class SyncReport:
     seconds: float = 0.0
     embed_seconds: float = 0.0  # of `seconds`, spent inside the embedder
     warnings: list[str] = field(default_factory=list)
+    # Set when the folder was gone or held no notes and the index kept them: said at once
+    # by a watcher too, which shows no warnings. Not in the JSON (the warning is).
+    kept_all: str = field(default="", repr=False)
 
     def to_json(self) -> dict:
         data = asdict(self)
+        del data["kept_all"]
         data["files_skipped"] = [{"path": s.source, "reason": s.reason} for s in self.files_skipped]
         return data
 
@@ -177,6 +181,7 @@ def sync(
     paths: list[str] | None = None,
     vectors: bool | list[str] = True,
     windows_too: bool = True,
+    emptying: bool = False,
 ) -> SyncReport:
     """Make the index match the folder; see the module docstring.
 
@@ -200,6 +205,11 @@ def sync(
     notes, and to every note known under a path that is a folder: each is added,
     updated or, when it is gone or no longer a note, deleted. A folder that exists is
     walked whole, as is everything when the index must be rebuilt.
+
+    A knowledge folder that is gone, or that holds no notes while the index holds some,
+    is taken for a folder moved away or a disk not mounted: the index keeps every note and
+    the report says so (`kept_all`). Only `emptying` (the `index` command, asked for by
+    hand) applies the removal of every note.
     """
     started = time.perf_counter()
     progress = progress or NoProgress()
@@ -207,7 +217,7 @@ def sync(
         fp = fingerprint(settings)
         looked = None  # the lock-free look, reused under the lock if nothing moved since
         if not rebuild:
-            report, generation, current, same = _unchanged(settings, manifest, fp, paths)
+            report, generation, current, same = _unchanged(settings, manifest, fp, paths, emptying)
             looked = (report, generation, current)
             same = same and not manifest.packing_due()  # an index from older code packs once
             same = same and not manifest.repeats_due()  # ... and drops a note's repeats once
@@ -256,6 +266,16 @@ def sync(
                 report = SyncReport()
                 only = None if fresh else _only(settings, known, paths)
                 current = _scan(settings, known, report, trust_stat=not fresh, only=only)
+            if known and not emptying and _kept_all(settings, known, current, report):
+                report.chunks_total = manifest.total_chunks()
+                report.chunks_waiting = manifest.pending()
+                report.seconds = time.perf_counter() - started
+                return report
+            if known and not current:  # `index` over a folder emptied on purpose
+                report.warnings.append(
+                    f"the knowledge folder holds no notes: all {len(known):,} indexed notes "
+                    "are removed from the index"
+                )
             report.rebuild_reason = reason
             if not fresh and manifest.get("gate") == _gate(fp, current):
                 _touch(manifest, known, current)
@@ -266,13 +286,13 @@ def sync(
                         manifest.forget_all()  # the vector store is emptied by the filling
                     known = {}
                     report.rebuilt = True
+                if fresh or first:  # every file recorded from here on is this code's
+                    _mark_format(manifest, fp)
                 _record(_Keywords(settings, manifest, known, current, report, progress, commit))
                 manifest.set(gate=_gate(fp, current), fingerprint=fp,
                              embedder=embedder_id(settings), last_sync=now())  # fmt: skip
                 if report.files_added or report.files_changed:
                     _hint_language(manifest, embedder_id(settings), report)
-                if fresh or first:  # recorded whole by this code: links read, repeats once
-                    manifest.set(links_version=vault.LINKS_VERSION, repeats="once", copies="apart")
             if manifest.get("links_version") != vault.LINKS_VERSION:
                 with commit():
                     _reread_links(settings, manifest)
@@ -295,6 +315,36 @@ def sync(
         return report
     finally:
         progress.finish()
+
+
+def _kept_all(
+    settings: Settings,
+    known: dict[str, FileRecord],
+    current: dict[str, _Current],
+    report: SyncReport,
+) -> bool:
+    """Whether this sync must change nothing because the folder is gone or holds no notes
+    (it would delete every indexed note); then the report says so."""
+    root = settings.knowledge_dir
+    if root.is_dir() and current:
+        return False
+    what = "is gone" if not root.is_dir() else "holds no notes"
+    report.kept_all = (
+        f"the knowledge folder {root} {what}: the index keeps its {len(known):,} notes "
+        "(if the folder was moved, put it back; to remove them all from the index, run "
+        "python rag.py index)"
+    )
+    report.warnings.append(report.kept_all)
+    report.files_deleted = report.files_added = report.files_changed = 0
+    report.files_unchanged = len(known)
+    return True
+
+
+def _mark_format(manifest: Manifest, fp: str) -> None:
+    """Record, before the first file, that this index is this code's: links read, repeats
+    dropped, shared passages stored apart, these settings. A first build killed half-way
+    is then resumed by the next run, not taken for an index of older code and rebuilt."""
+    manifest.set(links_version=vault.LINKS_VERSION, repeats="once", copies="apart", fingerprint=fp)
 
 
 @dataclass
@@ -497,8 +547,11 @@ def _fill(
     chunks: int | None,
     stop: Callable[[], bool],
 ) -> None:
-    _change_side_model(store, manifest, getattr(embedder, "companion_id", None) or "")
-    _widen_side(manifest, getattr(embedder, "companion_id", None) or "")
+    # Both may make chunks wait again: a commit, or a thread of a long-lived caller would
+    # take the new generation for another process's and reopen the store under this one.
+    with commit():
+        _change_side_model(store, manifest, getattr(embedder, "companion_id", None) or "")
+        _widen_side(manifest, getattr(embedder, "companion_id", None) or "")
     w = _Writer(settings, store, manifest, embedder, report, progress, commit)
     progress.filling(manifest.pending(sources))
     done = 0
@@ -560,7 +613,11 @@ def _open_for_filling(
 
 
 def _unchanged(
-    settings: Settings, manifest: Manifest, fp: str, paths: list[str] | None
+    settings: Settings,
+    manifest: Manifest,
+    fp: str,
+    paths: list[str] | None,
+    emptying: bool = False,
 ) -> tuple[SyncReport, int, dict[str, _Current], bool]:
     """A look at the folder without the write lock (it only reads: stat()s, the files
     whose stat moved, and the manifest): its report, the manifest generation it saw, what
@@ -569,6 +626,10 @@ def _unchanged(
     generation = manifest.generation()
     known = manifest.files()
     current = _scan(settings, known, report, trust_stat=True, only=_only(settings, known, paths))
+    if known and not emptying and not settings.knowledge_dir.is_dir():
+        _kept_all(settings, known, current, report)  # said, with no lock taken
+        report.chunks_total = manifest.total_chunks()
+        return report, generation, current, True
     if manifest.get("gate") != _gate(fp, current) or _moved(known, current):
         return report, generation, current, False
     if manifest.loading():  # a build killed before its postings were sorted in
@@ -1087,6 +1148,9 @@ def _embed_side(
     for start in range(0, len(missing), EMBED_SLICE):
         if pause(start):
             raise _Paused(start)
+        # Named beside the full vectors bar: this second model's work took 40 s of
+        # knowledge/'s first start, and the screen sat still through it.
+        w.progress.step(f"multilingual vectors {start}/{len(missing)}")
         part = missing[start : start + EMBED_SLICE]
         began = time.perf_counter()
         texts = [text_of[h] for h in part]
@@ -1098,6 +1162,8 @@ def _embed_side(
         new = dict(zip(part, fresh, strict=True))
         w.manifest.cache(side_id, new)
         vectors.update(new)
+    if missing:
+        w.progress.step("")
     positions = [i for i in positions if rows[i].text_hash in vectors]
     matrix = np.stack([vectors[rows[i].text_hash] for i in positions]) if positions else None
     return _Side(

@@ -166,6 +166,7 @@ class IndexStatus(TypedDict):
     chunks_embedded: int  # chunks whose vectors are stored; the rest are found by keyword
     keyword_ready: bool  # every note is recorded for keyword search
     collection: str  # the Chroma collection holding the vectors
+    filler: str  # vectors stored in the background: "running", "stopped: <why>" or "off"
     syncing: bool  # this server's start-up sync, or any process's update, is running
     watching: bool  # changes saved in the folder reach the index as they happen
 

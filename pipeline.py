@@ -37,7 +37,7 @@ import retriever
 import vault
 from errors import AskmdError, BadRequest, IndexReplaced
 from manifest import Manifest
-from rwlock import ReadWriteLock, WriterLock, file_lock
+from rwlock import ReadWriteLock, WriterLock, file_lock, held_by_another_thread
 from settings import Settings
 from store import Store
 
@@ -205,6 +205,7 @@ class Index:
         queue: float | None = None,
         vectors: bool | None = None,
         windows_too: bool = True,
+        emptying: bool = False,
     ) -> indexer.SyncReport:
         """Bring the index in step with the folder: the one door for every change to it.
 
@@ -224,6 +225,9 @@ class Index:
         notes in `paths` (a watcher's few saved notes), and the filler does the rest.
         A whole vector phase also gives window vectors to chunks stored without them,
         unless `windows_too` is False (a one-shot search's quick fill).
+
+        A folder that is gone or holds no notes never empties the index, unless
+        `emptying` (the `index` command): the report's `kept_all` says it was kept.
         """
         if self.read_only:
             raise AskmdError(
@@ -256,6 +260,7 @@ class Index:
                 paths=paths,
                 vectors=vectors,
                 windows_too=windows_too,
+                emptying=emptying,
             )
         if auto and vectors is False:  # left to the filler, unless they are few (/reindex)
             self._fill_few(report, progress, wait, FOREGROUND_CHUNKS_LIVE)
@@ -395,6 +400,7 @@ class Index:
         progress: indexer.Progress | None = None,
         warn: Callable[[str], None] = lambda message: None,
         background: bool = False,
+        foreground: int | None = None,
     ) -> indexer.SyncReport | None:
         """Sync before answering, unless another process is updating the index: then wait
         READ_WAIT_SECONDS at most and answer from the index as it is (None, after one
@@ -404,13 +410,16 @@ class Index:
         With `background` (a REPL, a server: they stay up) only the keyword phase runs
         here and the vectors are stored by `fill_in_background`, so the first question is
         answered as soon as every note is chunked, ranked by keyword until the vectors
-        are in."""
+        are in. `foreground` overrides how many missing vectors are stored here first (0:
+        none, for a person waiting at a prompt; by default FOREGROUND_CHUNKS_LIVE with
+        `background`, else FOREGROUND_CHUNKS)."""
         if self.read_only:
             warn("the index folder is read-only: searching it as it is")
             return None
         try:
             report = self.sync(progress=progress, wait=READ_WAIT_SECONDS, vectors=False)
             limit = FOREGROUND_CHUNKS_LIVE if background else FOREGROUND_CHUNKS
+            limit = limit if foreground is None else foreground
             waiting = self._fill_few(report, progress, READ_WAIT_SECONDS, limit)
             if waiting and not background and self.filler is None:
                 warn(
@@ -433,8 +442,12 @@ class Index:
             self._seen = self.manifest.generation()
 
     def follow(self) -> None:
-        """Reopen the store if another process committed since this one last looked."""
+        """Reopen the store if another process committed since this one last looked.
+        Never while another thread of this process writes (the background filler): the
+        store is in its hands, and no other process can have written meanwhile."""
         if self.manifest.generation() == self._seen:
+            return
+        if held_by_another_thread(self.settings.index_dir):
             return
         self._check_still_ours()
         with self.lock.writing():  # no search is using the store while it is replaced
@@ -489,6 +502,8 @@ class Index:
         """After a failed search: True when another process had replaced the collection
         (a rebuild) and it is now reopened, so the search is worth one more try. A store
         that is really broken fails again and its error, with its advice, stands."""
+        if held_by_another_thread(self.settings.index_dir):
+            return False  # nobody else can have replaced it; the store is the writer's
         meta = {"embedder": self.embedder.id, "fingerprint": indexer.fingerprint(self.settings)}
         with self.lock.writing():
             try:
@@ -576,11 +591,16 @@ class Index:
             "chunks_embedded": 0,
             "keyword_ready": False,
             "collection": self.settings.collection,
+            "filler": self.filler.state if self.filler is not None else "off",
         }
         if not (self.settings.index_dir / manifest_file.MANIFEST).exists():
             return stats  # nothing indexed yet; do not create an index just to say so
         self.follow()
         m = self.manifest
+        if self.filler is None:  # a REPL or server's, when one runs over this index
+            from filler import recorded
+
+            stats["filler"] = recorded(m.get("filler"))
         stats.update(
             files=len(m.files()),
             embedder=m.get("embedder") or stats["embedder"],

@@ -98,6 +98,7 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
             progress=console.SyncProgress(),
             on_wait=console.warning,
             vectors=not args.keyword_only,
+            emptying=True,  # asked for by hand: a folder emptied on purpose empties the index
         )
     if args.json:
         console.print_json(report.to_json())
@@ -398,7 +399,12 @@ def cmd_repl(args: argparse.Namespace, settings: Settings) -> int:
     """The interactive loop: sync first (the MD5 check), then questions."""
     index = Index(settings, loading=console.status)
     with _kept_on_ctrl_c(index):
-        report = index.sync_to_read(console.SyncProgress(), warn=console.warning, background=True)
+        # At a terminal the prompt comes once every note is searchable by keyword, and
+        # the vectors follow in the background; piped lines get the vectors first.
+        first = 0 if sys.stdin.isatty() else None
+        report = index.sync_to_read(
+            console.SyncProgress(), warn=console.warning, background=True, foreground=first
+        )
         show_sync(index, report)
     talk = Conversation([])
     live = _live(index)

@@ -31,6 +31,7 @@ from manifest import prepare_index_dir
 
 LOCK_POLL_SECONDS = 0.1
 _held = threading.local()  # the lock files this thread holds
+_holders: dict[Path, int] = {}  # every lock file this process holds: the holding thread
 
 
 class ReadWriteLock:
@@ -149,13 +150,22 @@ def file_lock(
         handle.write(str(os.getpid()))
         handle.flush()
         held.add(path.resolve())
+        _holders[path.resolve()] = threading.get_ident()
         try:
             yield
         finally:
+            _holders.pop(path.resolve(), None)
             held.discard(path.resolve())
             handle.seek(0)
             handle.truncate()
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def held_by_another_thread(index_dir: Path) -> bool:
+    """Whether another thread of this process holds the index's lock file: no other
+    process can have changed the index meanwhile, so what changed is that thread's own."""
+    holder = _holders.get((index_dir / "lock").resolve())
+    return holder is not None and holder != threading.get_ident()
 
 
 def _try_lock(handle) -> bool:

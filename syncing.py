@@ -30,6 +30,7 @@ class Syncer:
         self._last_scan = time.monotonic()
         self._due = threading.Event()
         self._scan_seconds = 0.0  # how long the last background scan took
+        self._kept_all = ""  # the folder gone or emptied, as last said
         threading.Thread(target=self._rescan_forever, name="askmd-rescan", daemon=True).start()
 
     def poke(self) -> None:
@@ -54,6 +55,9 @@ class Syncer:
         try:
             report = self.index.sync(queue=0, wait=0)
             self._scan_seconds = time.monotonic() - started
+            if report.kept_all and report.kept_all != self._kept_all:  # said once
+                log.warning("%s", report.kept_all)
+            self._kept_all = report.kept_all
             changed = report.files_added + report.files_changed + report.files_deleted
             if changed:
                 log.warning(

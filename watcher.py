@@ -315,6 +315,8 @@ class Watcher:
             self._note(f"could not update the index: {type(exc).__name__}: {first_line(exc)}")
             return True
         self.syncs += 1
+        if report.kept_all:
+            self._note(report.kept_all)
         change = self._change(report, paths, time.perf_counter() - started)
         if change.notes or change.errors:
             self._report(change)

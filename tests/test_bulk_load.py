@@ -155,3 +155,46 @@ def test_a_cold_build_killed_mid_way_resumes_into_the_same_index(tmp_path: Path)
 
     assert run([*args, "index", "--keyword-only", "--rebuild"], env, tmp_path).returncode == 0
     assert shape(ix)["postings"] == resumed["postings"]
+
+
+def test_a_first_build_killed_mid_way_is_resumed_not_taken_for_an_old_index(
+    tmp_path: Path,
+) -> None:
+    """Notes that share a passage word for word once made an index built by older code be
+    rebuilt; a first build cut short by a kill is this code's, and goes on."""
+    template = "# Daily\n\nWhat went out today, what came back.\n"  # never filled in
+    notes = {f"n{i:05}.md": template if i % 20 == 0 else note(i) for i in range(1500)}
+    kb = write_notes(tmp_path / "kb", notes)
+    ix = tmp_path / "ix"
+    args = [sys.executable, str(ROOT / "rag.py"), "--knowledge", str(kb), "--index-dir", str(ix)]
+    env = clean_env(ASKMD_WATCH="0")
+    child = subprocess.Popen(
+        [*args, "index"], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        recorded = 0
+        deadline = time.monotonic() + 90
+        while not recorded and time.monotonic() < deadline and child.poll() is None:
+            time.sleep(0.05)
+            try:
+                db = sqlite3.connect(f"file:{ix / 'manifest.sqlite3'}?mode=ro", uri=True)
+                recorded = db.execute("SELECT COUNT(*) FROM files").fetchone()[0]
+                db.close()
+            except sqlite3.Error:
+                continue  # not created yet
+        assert 0 < recorded < len(notes), "the build never showed a recorded group"
+        os.killpg(child.pid, signal.SIGKILL)  # kill -9 during the keyword phase
+        child.wait(10)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+    db = sqlite3.connect(f"file:{ix / 'manifest.sqlite3'}?mode=ro", uri=True)
+    recorded = db.execute("SELECT COUNT(*) FROM files").fetchone()[0]
+    db.close()
+
+    again = run([*args, "index", "--keyword-only", "--json"], env, tmp_path)
+    assert again.returncode == 0, again.stderr
+    report = json.loads(again.stdout)
+    assert (report["rebuilt"], report["rebuild_reason"]) == (False, ""), (recorded, report)
+    assert report["files_added"] == len(notes) - recorded, (recorded, report)  # kept

@@ -204,6 +204,7 @@ def test_index_search_stats_json(run_rag, kb: Path, embed_server) -> None:
         "chunks_embedded": 3,
         "keyword_ready": True,
         "collection": "askmd",
+        "filler": "off",
     }
     assert got["last_sync"].startswith("20")
 
@@ -321,6 +322,7 @@ def test_stats_before_any_index_creates_nothing(run_rag, tmp_path: Path) -> None
         "chunks_embedded": 0,
         "keyword_ready": False,
         "collection": "askmd",
+        "filler": "off",
     }
     assert not (tmp_path / "ix").exists()
 

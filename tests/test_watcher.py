@@ -256,3 +256,16 @@ def test_two_watching_processes_on_one_index_embed_a_change_once(tmp_path: Path)
             proc.send_signal(signal.SIGINT)
         for proc in procs:
             assert proc.wait(10) == 0
+
+
+def test_every_note_removed_keeps_the_index_and_says_so_once(live: Live) -> None:
+    """A folder emptied under the watcher (a sync client half-way, a disk swapped) is
+    not taken for every note deleted: `index`, asked for by hand, removes them."""
+    (live.kb / "bread.md").unlink()
+    (live.kb / "guides" / "ports.md").unlink()
+    deadline = time.monotonic() + WAIT
+    while not any("holds no notes" in n for n in live.notices):
+        assert time.monotonic() < deadline, live.notices
+        time.sleep(0.05)
+    assert live.index.manifest.files()  # the last note at least: never an empty index
+    assert live.sources("port 8420")
