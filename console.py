@@ -378,35 +378,25 @@ def show_eval(report, verbose: bool = False) -> None:
 
 
 def show_answers_eval(report, verbose: bool = False) -> None:
-    """The answers' figures, overall and per language; with --verbose each question."""
-    from rich.table import Table
-
+    """The answers' figures, overall and per language, a few lines each; with --verbose
+    each question with its confidence."""
     found = report.to_json()
-    groups = [("all", found), *found.get("by_lang", {}).items()]
-    table = Table(box=None, pad_edge=False)
-    for name in (
-        "",
-        "questions",
-        "declined unanswerable",
-        "declined answerable",
-        "gold recall",
-        "top chunk recall",
-        "answer chars",
-        "top chunk chars",
-    ):
-        table.add_column(name, justify="left" if not name else "right")  # fmt: skip
-    for name, g in groups:
-        table.add_row(
-            name,
-            str(g["questions"]),
-            _share(g["declined_unanswerable"], g["unanswerable"]),
-            _share(g["declined_answerable"], g["answerable"]),
-            _figure(g["gold_recall"]),
-            _figure(g["top_chunk_recall"]),
-            _figure(g["answer_chars"], "{:.0f}"),
-            _figure(g["top_chunk_chars"], "{:.0f}"),
+    for name, g in [("all", found), *found.get("by_lang", {}).items()]:
+        out.print(
+            f"[bold]{escape(name)}[/]: {plural(g['questions'], 'question')} "
+            f"({g['unanswerable']} unanswerable, {g['answerable']} answerable)"
         )
-    out.print(table)
+        out.print(
+            f"  declined  {_figure(g['declined_unanswerable'])} of the unanswerable, "
+            f"{_figure(g['declined_answerable'])} of the answerable"
+        )
+        if g["answerable"]:
+            out.print(
+                f"  gold recall  {_figure(g['gold_recall'])} "
+                f"(top chunk {_figure(g['top_chunk_recall'])}), "
+                f"{_figure(g['answer_chars'], '{:.0f}')} characters "
+                f"(top chunk {_figure(g['top_chunk_chars'], '{:.0f}')})"
+            )
     out.print(f"[dim]time per question p50 {found['ms_p50'] or 0:.0f} ms[/]")
     if verbose:
         for a in found["asked"]:
@@ -418,10 +408,6 @@ def show_answers_eval(report, verbose: bool = False) -> None:
                 f", gold recall {_figure(a['gold_recall'])})",
                 soft_wrap=True,
             )
-
-
-def _share(value: float | None, count: int) -> str:
-    return "–" if value is None else f"{value:.3f} of {count}"
 
 
 def _figure(value: float | None, form: str = "{:.3f}") -> str:

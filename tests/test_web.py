@@ -301,3 +301,17 @@ def test_markdown_in_an_answer_renders_as_markdown_with_citations_clickable(
     dialog.wait_for(state="visible")
     assert page.locator("#ref-title").inner_text().startswith("[2] ")
     assert page.errors == []
+
+
+def test_a_question_the_notes_do_not_answer_is_declined_with_pointers(site, page) -> None:
+    page.goto(site.url)
+    page.fill("#question", "What is the capital of Australia?")
+    page.click("#ask")
+    page.locator(".turn .nearest li").first.wait_for()
+
+    turn = page.locator(".turn").first
+    assert "Your notes don't seem to answer this." in turn.locator(".answer").inner_text()
+    assert "Closest in your notes:" in turn.locator(".nearest").inner_text()
+    assert turn.locator(".references").is_hidden()
+    assert turn.locator(".answer button.cite").count() == 0
+    assert page.errors == []

@@ -165,12 +165,22 @@ function showDone(turn, result) {
       li.value = ref.n;
       li.innerHTML = `<button type="button" class="cite" data-n="${ref.n}">[${ref.n}]</button> <span class="small"></span><blockquote></blockquote>`;
       li.querySelector("span").textContent = where(ref);
+      if (ref.supported === false) {
+        const mark = document.createElement("span");
+        mark.className = "unsupported small";
+        mark.textContent = " (this passage does not say this)";
+        li.querySelector("span").after(mark);
+      }
       li.querySelector("blockquote").textContent = ref.text;
       return li;
     })
   );
   box.hidden = result.references.length === 0;
+  showNearest(turn, result);
   const notes = [];
+  if (result.unsupported_citations && result.unsupported_citations.length) {
+    notes.push(`The answer cites ${result.unsupported_citations.map((n) => `[${n}]`).join(", ")} for what the passage does not say; check it.`);
+  }
   if (result.invalid_citations.length) {
     notes.push(`The answer cited ${result.invalid_citations.map((n) => `[${n}]`).join(", ")}, which matched no source; removed.`);
   }
@@ -179,11 +189,39 @@ function showDone(turn, result) {
   }
   if (result.llm_error) {
     notes.push(`${result.llm_error} Quoting your notes instead.`);
-  } else if (result.mode === "extractive" && turn.hits.length) {
+  } else if (result.mode === "extractive" && turn.hits.length && result.answered !== false) {
     notes.push("No LLM is configured, so these are sentences quoted from your notes.");
   }
   turn.notice.textContent = notes.join(" ");
   turn.notice.hidden = notes.length === 0;
+}
+
+// A declined answer points at the closest passages, as places to look, not as citations.
+function showNearest(turn, result) {
+  const nearest = result.answered === false ? result.nearest || [] : [];
+  let box = turn.node.querySelector(".nearest");
+  if (!nearest.length) {
+    if (box) box.hidden = true;
+    return;
+  }
+  if (!box) {
+    box = document.createElement("div");
+    box.className = "nearest small";
+    turn.node.querySelector(".references").before(box);
+  }
+  box.hidden = false;
+  const list = document.createElement("ul");
+  list.replaceChildren(
+    ...nearest.map((item) => {
+      const li = document.createElement("li");
+      li.textContent = where(item);
+      return li;
+    })
+  );
+  const title = document.createElement("p");
+  title.className = "muted";
+  title.textContent = "Closest in your notes:";
+  box.replaceChildren(title, list);
 }
 
 function showError(turn, message) {
