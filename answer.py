@@ -623,11 +623,22 @@ _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+|^\s*>\s?")
 _EMBED_ONLY = re.compile(r"^(?:!\[\[[^\]]*\]\]|!\[[^\]]*\]\([^)]*\)|\s)+$")
 
 
+# A line shaped like askmd's own reference line ("[1] notes/a.md › Heading (lines 3–5)",
+# or "(1) …", as a note's own brackets are shown), and the quoted fragment under it: a
+# note holding them mimics an answer; quoting them would pass its words off as cited.
+_REFERENCE_LINE = re.compile(
+    r"^\s*[\[(（［【]\s*\d+\s*[\])）］】]\s+\S.*?(?:›|\((?:lines?|p\.)\s*\d+[^)]*\))"
+)
+_FRAGMENT_LINE = re.compile(r'^\s*["“「『].*["”」』]\s*$')
+
+
 def sentences(text: str) -> list[str]:
-    """The prose sentences of a passage, verbatim; headings and code are left out."""
+    """The prose sentences of a passage, verbatim; headings, code and lines shaped like
+    askmd's own reference list are left out."""
     out: list[str] = []
     fence = ""  # the open fence's marker; a closer is the same character, at least as long
     lines = text.splitlines()
+    after_reference = False
     for i, line in enumerate(lines):
         marker = _FENCE.match(line)
         if marker and not fence:
@@ -640,6 +651,10 @@ def sentences(text: str) -> list[str]:
             continue
         if not line.strip() or _SKIP_LINE.match(line):
             continue
+        if _REFERENCE_LINE.match(line) or (after_reference and _FRAGMENT_LINE.match(line)):
+            after_reference = True
+            continue
+        after_reference = False
         if i + 1 < len(lines) and _TABLE_RULE.match(lines[i + 1]):
             continue  # a table's header row says nothing by itself
         mark = _LIST_MARK.match(line)
