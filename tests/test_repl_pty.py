@@ -266,9 +266,9 @@ def test_a_streamed_answer_ends_with_the_checked_text_and_references(repl) -> No
     # A citation of a source that was not given is removed: only the warning names it.
     script.pieces = ["Port 8420 ", "[1]", "[7]", "."]
     shown = term.ask("And on which port are the metrics?")
-    answer_part, _, warned = shown.rpartition("warning:")
+    answer_part, *warnings = shown.split("warning:")
     assert "Port 8420 [1]." in answer_part
-    assert "[7]" in warned and "removed" in warned
+    assert any("[7]" in w and "removed" in w for w in warnings)
     assert "[7]" not in answer_part.rsplit("Port 8420", 1)[1]
     term.quit_with_eof()
 
