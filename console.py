@@ -20,6 +20,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 import chunker
+from wording import INVISIBLE, plural
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -34,7 +35,6 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 # and marks), or that show nothing (zero-width space, word joiners, BOM, line and paragraph
 # separators): "evil\u202egnp.md" is shown as "evildm.png". Zero-width (non-)joiners
 # stay: scripts and emoji need them, and they reorder nothing.
-INVISIBLE = "\u061c\u200b\u200e\u200f\u202a-\u202e\u2028\u2029\u2060-\u2064\u2066-\u206f\ufeff"
 _UNSAFE = re.compile(rf"\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f{INVISIBLE}]")
 
 
@@ -61,11 +61,6 @@ def _visible(match: re.Match) -> str:
     if code == 0x7F:
         return "\u2421"
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
-
-
-def plural(count: int, word: str, words: str | None = None) -> str:
-    """The count with the word in the right number: "1 chunk", "2 chunks"."""
-    return f"{count:,} {word if count == 1 else words or word + 's'}"
 
 
 def warning(message: str) -> None:

@@ -20,16 +20,16 @@ import time
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-import console
 import notes
 import readers
 from errors import AskmdError, BadNote, BadRequest, Forbidden, NotFound
 from settings import Settings
+from wording import INVISIBLE
 
 if TYPE_CHECKING:
     from pipeline import Index
 
-_INVISIBLE = re.compile(f"[{console.INVISIBLE}]")
+_INVISIBLE = re.compile(f"[{INVISIBLE}]")
 MAX_NAME_CHARS = 1024
 MAX_PART_BYTES = 255  # the longest file name common file systems allow
 # Notes sent as content: indexing is embedding, ~1,400 chunks per MB, so a 10 MB note
