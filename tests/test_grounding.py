@@ -167,74 +167,69 @@ def test_the_neighbour_s_fact_cited_to_the_wrong_passage_is_flagged(index) -> No
     assert index.grounding().unsupported({metrics: [claim]}, hits) == []
 
 
+def ask_a_model(run_rag, tmp_path: Path, reply: str, question: str) -> tuple[dict, str, int]:
+    """`ask QUESTION --json`, then `ask QUESTION`, with a scripted model that streams
+    `reply` ({ports}: the number the prompt gave ops/ports.md): the JSON, what the
+    terminal showed, and how many times the model was asked."""
+    kb = write_notes(tmp_path / "kb", NOTES)
+    with OpenAIServer() as server:
+        server.routes["/v1/chat/completions"] = lambda body: _reply(body, reply)
+        env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "k", "ASKMD_LLM_MODEL": "m"}
+        result = run_rag("--knowledge", str(kb), "ask", question, "--json", **env)
+        shown = run_rag("--knowledge", str(kb), "ask", question, **env)
+        asked = [r for r in server.requests if r.path == "/v1/chat/completions"]
+    assert result.returncode == 0 and shown.returncode == 0, result.stderr + shown.stderr
+    return json.loads(result.stdout), shown.stdout, len(asked)
+
+
 def test_ask_with_a_model_flags_a_wrong_citation_and_keeps_the_sentence(
     run_rag, tmp_path: Path
 ) -> None:
-    kb = write_notes(tmp_path / "kb", NOTES)
-    with OpenAIServer() as server:
-        server.routes["/v1/chat/completions"] = lambda body: _reply(
-            body, "The API listens on port 8420 [{ports}]. The starter is fed daily [{ports}]."
-        )
-        env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "k", "ASKMD_LLM_MODEL": "m"}
-        result = run_rag(
-            "--knowledge", str(kb), "ask", "Which port does the API listen on?", "--json", **env
-        )
-    assert result.returncode == 0, result.stderr
-    found = json.loads(result.stdout)
+    found, shown, _ = ask_a_model(
+        run_rag,
+        tmp_path,
+        "The API listens on port 8420 [{ports}]. The starter is fed daily [{ports}].",
+        "Which port does the API listen on?",
+    )
     assert found["answered"] is True
     assert "The starter is fed daily" in found["answer"]  # never silently dropped
     (ref,) = found["references"]
     assert ref["source"] == "ops/ports.md"
     assert found["unsupported_citations"] == [ref["n"]]
     assert ref["supported"] is False
+    assert "(this passage does not say this)" in shown
 
 
 def test_ask_with_a_model_keeps_right_citations_unflagged(run_rag, tmp_path: Path) -> None:
-    kb = write_notes(tmp_path / "kb", NOTES)
-    with OpenAIServer() as server:
-        server.routes["/v1/chat/completions"] = lambda body: _reply(
-            body, "The API listens on port 8420 [{ports}]."
-        )
-        env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "k", "ASKMD_LLM_MODEL": "m"}
-        result = run_rag(
-            "--knowledge", str(kb), "ask", "Which port does the API listen on?", "--json", **env
-        )
-        shown = run_rag("--knowledge", str(kb), "ask", "Which port does the API listen on?", **env)
-    found = json.loads(result.stdout)
+    found, shown, _ = ask_a_model(
+        run_rag,
+        tmp_path,
+        "The API listens on port 8420 [{ports}].",
+        "Which port does the API listen on?",
+    )
     assert found["unsupported_citations"] == []
     assert [r["supported"] for r in found["references"]] == [True]
-    assert "does not say" not in shown.stdout
+    assert "does not say" not in shown
 
 
 def test_a_model_saying_the_notes_do_not_answer_is_not_answered(run_rag, tmp_path: Path) -> None:
-    kb = write_notes(tmp_path / "kb", NOTES)
-    with OpenAIServer() as server:
-        server.routes["/v1/chat/completions"] = lambda body: _reply(
-            body, "The notes do not mention which TLS ciphers the API accepts [{ports}]."
-        )
-        env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "k", "ASKMD_LLM_MODEL": "m"}
-        result = run_rag(
-            "--knowledge", str(kb), "ask", "Which TLS ciphers does the API port accept?",
-            "--json", **env,
-        )  # fmt: skip
-    found = json.loads(result.stdout)
+    found, _, _ = ask_a_model(
+        run_rag,
+        tmp_path,
+        "The notes do not mention which TLS ciphers the API accepts [{ports}].",
+        "Which TLS ciphers does the API port accept?",
+    )
     assert found["answered"] is False
     assert found["citations"] == [] and found["references"] == []
     assert found["nearest"]
 
 
 def test_a_declined_question_is_not_sent_to_the_model(run_rag, tmp_path: Path) -> None:
-    kb = write_notes(tmp_path / "kb", NOTES)
-    with OpenAIServer() as server:
-        server.routes["/v1/chat/completions"] = lambda body: _reply(body, "Canberra [{ports}].")
-        env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "k", "ASKMD_LLM_MODEL": "m"}
-        result = run_rag(
-            "--knowledge", str(kb), "ask", "What is the capital of Australia?", "--json", **env
-        )
-        asked = [r for r in server.requests if r.path == "/v1/chat/completions"]
-    found = json.loads(result.stdout)
+    found, _, asked = ask_a_model(
+        run_rag, tmp_path, "Canberra [{ports}].", "What is the capital of Australia?"
+    )
     assert found["answered"] is False and found["answer"] == answer.DECLINED
-    assert asked == []
+    assert asked == 0
 
 
 def _reply(body: dict, template: str) -> list[dict]:
