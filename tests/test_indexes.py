@@ -14,6 +14,7 @@ import pexpect
 
 import index_home
 from tests.conftest import ROOT, clean_env, write_notes
+from tests.test_repl_pty import Term
 
 A_NOTES = {"ports.md": "# Ports\n\nThe API listens on port 8420.\n\n## Metrics\n\nOn 9420.\n"}
 B_NOTES = {"bread.md": "# Bread\n\nFeed the starter daily.\n"}
@@ -89,6 +90,9 @@ def test_the_repl_on_an_empty_folder_makes_its_index_with_the_first_note_saved(
         child.sendline("how often is the starter fed?")
         child.expect_exact("Feed the starter daily.")
         child.expect_exact("› ")
+        # Ctrl-D before readline reads the terminal would be lost: the vector filler
+        # may hold the GIL a moment after the prompt is drawn.
+        Term(child).idle(timeout=10)
         child.sendeof()
         child.expect(pexpect.EOF)
     finally:
