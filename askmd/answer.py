@@ -18,15 +18,15 @@ from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from askmd.errors import LLMFailed, first_line
+from askmd.query_translation import english_terms
+from askmd.terms import content_terms, has_cjk
 from chunker import pages_label
-from errors import LLMFailed, first_line
-from query_translation import english_terms
-from terms import content_terms, has_cjk
 
 if TYPE_CHECKING:
-    from chat import Chat
-    from grounding import Grounding
-    from retriever import Hit
+    from askmd.chat import Chat
+    from askmd.grounding import Grounding
+    from askmd.retriever import Hit
 
 SYSTEM_PROMPT = """\
 You answer questions about the user's notes. Use only the numbered sources given with \

@@ -25,14 +25,10 @@ from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
-import answer
-import folder
-import guard
-import pipeline
-import retriever
-from errors import AskmdError, BadRequest, first_line
-from pipeline import Index
-from syncing import Syncer
+from askmd import answer, folder, guard, pipeline, retriever
+from askmd.errors import AskmdError, BadRequest, first_line
+from askmd.pipeline import Index
+from askmd.syncing import Syncer
 
 WEB = Path(__file__).resolve().parent / "web"
 MAX_QUERY_CHARS = answer.MAX_QUESTION_CHARS

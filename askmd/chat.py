@@ -13,7 +13,7 @@ import time
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
-from errors import OPENAI_URL, AskmdError, LLMFailed, first_line, openai_error
+from askmd.errors import OPENAI_URL, AskmdError, LLMFailed, first_line, openai_error
 
 if TYPE_CHECKING:
     import httpx

@@ -15,19 +15,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import answer
 import chunker
-import console
-import index_home
-import leaving
-import notes
-import pipeline
-import retriever
-import vault
-from errors import AskmdError
-from indexer import SyncReport
-from pipeline import Index
-from settings import Settings, load_settings
+from askmd import answer, console, index_home, leaving, notes, pipeline, retriever, vault
+from askmd.errors import AskmdError
+from askmd.indexer import SyncReport
+from askmd.pipeline import Index
+from askmd.settings import Settings, load_settings
 
 DESCRIPTION = "Ask questions about a folder of Markdown notes, with cited answers."
 
@@ -175,7 +168,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     """Sync, then score retrieval on labelled queries (files ranked by their best chunk)."""
-    import evaluate
+    from askmd import evaluate
 
     if args.files is not None and not 1 <= args.files <= 100:
         raise AskmdError(f"-k {args.files}: rank between 1 and 100 files per query")
@@ -322,7 +315,7 @@ def _megabytes(size: int) -> str:
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     """Serve the HTTP API and the web page over the same index."""
-    import server
+    from askmd import server
 
     return server.serve(settings, args.host, args.port)
 
@@ -332,7 +325,7 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
     change (with --json, one JSON object per line), until Ctrl-C."""
     import json
 
-    from watcher import Watcher
+    from askmd.watcher import Watcher
 
     index = Index(settings)
     with _kept_on_ctrl_c(index):
@@ -370,7 +363,7 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     """Serve the notes to AI assistants over the Model Context Protocol, on stdio."""
-    import mcp_server
+    from askmd import mcp_server
 
     return mcp_server.serve(settings, allow_write=args.allow_write)
 
@@ -453,7 +446,7 @@ class _Live:
     what changed is said in one line before the next answer, never in the middle of one."""
 
     def __init__(self, index: Index) -> None:
-        from watcher import Watcher
+        from askmd.watcher import Watcher
 
         self._notices: list[str] = []
         self.watcher = Watcher(index, on_notice=self._notices.append)

@@ -22,9 +22,9 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-import embedding_models as models
-import windows
-from errors import AskmdError, first_line, openai_error
+from askmd import embedding_models as models
+from askmd import windows
+from askmd.errors import AskmdError, first_line, openai_error
 
 if TYPE_CHECKING:
     pass

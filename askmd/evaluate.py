@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from errors import AskmdError
-from terms import content_terms
+from askmd.errors import AskmdError
+from askmd.terms import content_terms
 
 if TYPE_CHECKING:
-    from answer import Answer
-    from retriever import Hit
+    from askmd.answer import Answer
+    from askmd.retriever import Hit
 
 CHUNKS_PER_FILE = 5  # chunks fetched per file wanted: enough to fill k files after ties
 

@@ -16,10 +16,10 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from errors import AskmdError, Busy, IndexBusy
+from askmd.errors import AskmdError, Busy, IndexBusy
 
 if TYPE_CHECKING:
-    from pipeline import Index
+    from askmd.pipeline import Index
 
 GROUP_CHUNKS = 64  # chunks per group: a saved note waits at most one group (seconds)
 IDLE_SECONDS = 30.0  # with nothing to do, look again this often (another process's sync)

@@ -20,14 +20,12 @@ import time
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-import console
-import notes
-import readers
-from errors import AskmdError, BadNote, BadRequest, Forbidden, NotFound
-from settings import Settings
+from askmd import console, notes, readers
+from askmd.errors import AskmdError, BadNote, BadRequest, Forbidden, NotFound
+from askmd.settings import Settings
 
 if TYPE_CHECKING:
-    from pipeline import Index
+    from askmd.pipeline import Index
 
 _INVISIBLE = re.compile(f"[{console.INVISIBLE}]")
 MAX_NAME_CHARS = 1024

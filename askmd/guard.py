@@ -27,8 +27,8 @@ from urllib.parse import urlsplit
 import anyio
 from starlette.exceptions import HTTPException
 
-import folder
-from settings import Settings
+from askmd import folder
+from askmd.settings import Settings
 
 PUBLIC = ("/api/v1/health",)
 # Keys, strings, array items and nested values in one body. An ask with a full history

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from terms import terms
+from askmd.terms import terms
 
 _TOKEN = re.compile(r"[^\W_](?:[^\W_]|_|[-.:/](?=[^\W_]))*")
 _CAMEL = re.compile(r"[a-z][A-Z]")

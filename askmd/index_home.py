@@ -33,9 +33,9 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from errors import AskmdError, IndexBusy
-from manifest import MANIFEST, Manifest, prepare_index_dir
-from rwlock import file_lock
+from askmd.errors import AskmdError, IndexBusy
+from askmd.manifest import MANIFEST, Manifest, prepare_index_dir
+from askmd.rwlock import file_lock
 
 OWNER_FILE = "owner.json"
 

@@ -23,20 +23,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import chunker
-import embedding_models as models
-import notes
-import prepare
-import terms
-import vault
-import windows
-from errors import Damaged, IndexBusy  # noqa: F401 - raised by sync; callers catch it here
-from manifest import FileRecord, Manifest, now
-from rwlock import file_lock
-from settings import Settings
-from store import Store
+from askmd import embedding_models as models
+from askmd import notes, prepare, terms, vault, windows
+from askmd.errors import Damaged, IndexBusy  # noqa: F401 - raised by sync; callers catch it here
+from askmd.manifest import FileRecord, Manifest, now
+from askmd.rwlock import file_lock
+from askmd.settings import Settings
+from askmd.store import Store
 
 if TYPE_CHECKING:  # embedder and numpy load only when something must be embedded
-    from embedder import Embedder
+    from askmd.embedder import Embedder
 
 GROUP_CHUNKS = 256  # chunks stored and recorded per step: the most a killed run redoes
 # Texts handed to the embedder per call: enough for it to sort by length and batch well,

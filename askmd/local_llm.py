@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from errors import AskmdError, first_line
+from askmd.errors import AskmdError, first_line
 
 XLLAMACPP_PIN = "xllamacpp==2026.10.11549"
 ALIAS = "local"

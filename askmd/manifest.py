@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import packed_postings
-from errors import AskmdError, DiskFull, disk_full
-from terms import content_terms, is_cjk_term
+from askmd import packed_postings
+from askmd.errors import AskmdError, DiskFull, disk_full
+from askmd.terms import content_terms, is_cjk_term
 
 if TYPE_CHECKING:  # numpy loads only when the embedding cache is used
     import numpy as np

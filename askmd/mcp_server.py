@@ -35,17 +35,10 @@ from mcp.shared.uri_template import UriTemplate
 from pydantic import ConfigDict, Field, ValidationError, with_config
 from typing_extensions import TypedDict
 
-import answer
-import console
-import folder
-import indexer
-import leaving
-import notes
-import pipeline
-import readers
-from errors import AskmdError, NotFound, first_line
-from pipeline import Index
-from version import __version__
+from askmd import answer, console, folder, indexer, leaving, notes, pipeline, readers
+from askmd.errors import AskmdError, NotFound, first_line
+from askmd.pipeline import Index
+from askmd.version import __version__
 
 MAX_K = 50  # passages one search or answer returns: more would flood the client's context
 MAX_READ_CHARS = 50_000  # one read_note or note:// read; a longer note is read by line range
@@ -284,7 +277,7 @@ class Notes:
         finally:
             self.started.set()
         if self.watch and not self.index.read_only:
-            from watcher import Watcher
+            from askmd.watcher import Watcher
 
             self.watcher = Watcher(self.index, _changed, console.warning)
             self.watcher.start()

@@ -20,8 +20,7 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-import readers
-import vault
+from askmd import readers, vault
 
 
 @dataclass(frozen=True)

@@ -26,23 +26,16 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-import answer
-import grounding
-import index_home
-import indexer
-import manifest as manifest_file
-import notes
-import rerank
-import retriever
-import vault
-from errors import AskmdError, BadRequest, IndexReplaced
-from manifest import Manifest
-from rwlock import ReadWriteLock, WriterLock, file_lock, held_by_another_thread
-from settings import Settings
-from store import Store
+from askmd import answer, grounding, index_home, indexer, notes, rerank, retriever, vault
+from askmd import manifest as manifest_file
+from askmd.errors import AskmdError, BadRequest, IndexReplaced
+from askmd.manifest import Manifest
+from askmd.rwlock import ReadWriteLock, WriterLock, file_lock, held_by_another_thread
+from askmd.settings import Settings
+from askmd.store import Store
 
 if TYPE_CHECKING:
-    from filler import Filler
+    from askmd.filler import Filler
 
 # A one-shot search or question stores up to this many missing vectors first (a minute or
 # so with the local model); more, and it answers by keyword at once and says so.
@@ -140,12 +133,12 @@ class Index:
         s = self.settings
         if not s.llm_configured:
             return None
-        from chat import Chat
+        from askmd.chat import Chat
 
         url, key, model = s.openai_base_url, s.openai_api_key, s.llm_model
         max_tokens, extra_body = s.llm_max_tokens, None
         if s.local_model is not None:
-            import local_llm
+            from askmd import local_llm
 
             with self.loading(f"loading {s.local_model.name} with llama.cpp"):
                 self.local_server = local_llm.start(
@@ -172,7 +165,7 @@ class Index:
     def embedder(self):
         # Loads onnxruntime: only when embedding. Paired with the multilingual model for
         # CJK chunks when the settings' model reads English only (embedding_models.py).
-        from embedder import make_paired
+        from askmd.embedder import make_paired
 
         s = self.settings
         return make_paired(
@@ -324,7 +317,7 @@ class Index:
         while searches rank by keyword; `on_error` hears once why it stopped, if it fails."""
         if self.read_only or self.filler is not None or not self.has_index():
             return
-        from filler import Filler
+        from askmd.filler import Filler
 
         self.filler = Filler(self, on_error)
         self.filler.start()
@@ -598,7 +591,7 @@ class Index:
         self.follow()
         m = self.manifest
         if self.filler is None:  # a REPL or server's, when one runs over this index
-            from filler import recorded
+            from askmd.filler import recorded
 
             stats["filler"] = recorded(m.get("filler"))
         stats.update(

@@ -25,7 +25,7 @@ import re
 import threading
 from functools import lru_cache
 
-from terms import content_terms
+from askmd.terms import content_terms
 
 SENSES = 3  # glosses of a word used: more add recall and noise (2: 0.61 hit@5, 3: 0.69)
 LONGEST = 6  # characters of the longest dictionary word tried

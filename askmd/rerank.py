@@ -22,12 +22,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from errors import AskmdError, LLMFailed, first_line
+from askmd.errors import AskmdError, LLMFailed, first_line
 
 if TYPE_CHECKING:
-    from chat import Chat
-    from retriever import Hit
-    from settings import Settings
+    from askmd.chat import Chat
+    from askmd.retriever import Hit
+    from askmd.settings import Settings
 
 DEPTH = 20  # candidates a reranker reads
 PASSAGE_CHARS = 300  # of each passage shown to the LLM: the call stays short

@@ -18,20 +18,16 @@ import threading
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-import embedding_models as models
-import identifiers
-import notes
-import query_translation
-import vault
-import windows
-from terms import cjk_share, content_terms
+from askmd import embedding_models as models
+from askmd import identifiers, notes, query_translation, vault, windows
+from askmd.terms import cjk_share, content_terms
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from embedder import Embedder
-    from manifest import Manifest
-    from store import Store, Stored
+    from askmd.embedder import Embedder
+    from askmd.manifest import Manifest
+    from askmd.store import Store, Stored
 
 MIN_POOL = 100  # candidates asked of each retriever, at least; filters may thin them
 MODES = ("hybrid", "dense", "keyword")
@@ -524,7 +520,7 @@ def _stored(store: Store, manifest: Manifest, ids: list[str]) -> list[Stored]:
     """Chunks by id, from the manifest, which holds every indexed chunk's text whether its
     vector is stored yet or not; an index from older code keeps them only in the store.
     An id the manifest does not have (a file deleted since) is left out."""
-    from store import Stored
+    from askmd.store import Stored
 
     if not manifest.vectors_kept():
         return store.get(ids)

@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from errors import Busy, IndexBusy
-from manifest import prepare_index_dir
+from askmd.errors import Busy, IndexBusy
+from askmd.manifest import prepare_index_dir
 
 LOCK_POLL_SECONDS = 0.1
 _held = threading.local()  # the lock files this thread holds

@@ -13,11 +13,11 @@ import signal
 import socket
 import sys
 
-import leaving
-from errors import AskmdError, BadRequest, first_line
-from guard import is_loopback
-from pipeline import Index
-from settings import Settings
+from askmd import leaving
+from askmd.errors import AskmdError, BadRequest, first_line
+from askmd.guard import is_loopback
+from askmd.pipeline import Index
+from askmd.settings import Settings
 
 KEEP_ALIVE_SECONDS = 5  # an idle connection is closed after this
 HEAD_SECONDS = 5  # for a request's head to arrive, and its body to begin
@@ -32,8 +32,7 @@ TOO_SLOW = (
 def serve(settings: Settings, host: str, port: int) -> int:
     import uvicorn  # only the serve command needs the web stack
 
-    import api
-    import console
+    from askmd import api, console
 
     loopback = _loopback(host)
     if not loopback and not settings.api_token:
@@ -88,7 +87,7 @@ def _watch(index: Index):
     """Apply notes saved on disk while serving (ASKMD_WATCH), each change one log line."""
     if not index.settings.watch or index.read_only:
         return None
-    from watcher import Watcher
+    from askmd.watcher import Watcher
 
     log = logging.getLogger("askmd.server")
     watcher = Watcher(index, on_change=lambda c: log.warning("%s", c.line()), on_notice=log.warning)

@@ -43,9 +43,9 @@ if TYPE_CHECKING:
     import numpy as np
 
 
+from askmd.embedding_models import collection_name
+from askmd.errors import AskmdError, Damaged, DiskFull, IndexBusy, disk_full
 from chunker import Chunk
-from embedding_models import collection_name
-from errors import AskmdError, Damaged, DiskFull, IndexBusy, disk_full
 
 # Chroma's client start is not safe to run twice at once in one process.
 _CONNECTING = threading.RLock()

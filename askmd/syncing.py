@@ -14,9 +14,9 @@ import logging
 import threading
 import time
 
-import indexer
-from errors import AskmdError, Busy, first_line
-from pipeline import Index
+from askmd import indexer
+from askmd.errors import AskmdError, Busy, first_line
+from askmd.pipeline import Index
 
 RESCAN_SECONDS = 2.0  # at least; a folder whose scan takes long is scanned less often
 RESCAN_SHARE = 0.05  # the most of the time a background scan may take

@@ -28,9 +28,9 @@ from typing import Any
 from watchfiles import Change as Event
 from watchfiles._rust_notify import RustNotify
 
-import notes
-from console import plural
-from errors import AskmdError, Busy, first_line
+from askmd import notes
+from askmd.console import plural
+from askmd.errors import AskmdError, Busy, first_line
 
 QUIET_MS = 50  # a batch is applied once the folder has been quiet this long
 MAX_WAIT_MS = 1600  # ... or this long after its first event, if writes keep coming

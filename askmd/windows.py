@@ -27,8 +27,8 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from embedding_models import CJK_CHUNK
-from terms import cjk_share
+from askmd.embedding_models import CJK_CHUNK
+from askmd.terms import cjk_share
 
 if TYPE_CHECKING:  # numpy loads with the model or the search, not with this module
     import numpy as np
