@@ -1,6 +1,6 @@
-"""askmd: ask questions about a folder of Markdown notes, from the terminal.
+"""askmd's command line: what `python rag.py`, `python -m askmd` and `askmd` all run.
 
-The entry point: parses the command line, builds Settings once, runs one command and is
+It parses the command line, builds Settings once, runs one command and is
 the single error boundary (an AskmdError is one red line and exit 1; anything else is a
 bug and shows its traceback).
 """
@@ -21,6 +21,7 @@ from askmd.errors import AskmdError
 from askmd.indexer import SyncReport
 from askmd.pipeline import Index
 from askmd.settings import Settings, load_settings
+from askmd.version import __version__
 
 DESCRIPTION = "Ask questions about a folder of Markdown notes, with cited answers."
 
@@ -614,8 +615,9 @@ def _add_global_options(parser: argparse.ArgumentParser, after_command: bool = F
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rag.py", description=DESCRIPTION)
+def build_parser(prog: str = "rag.py") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"askmd {__version__}")
     _add_global_options(parser)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -796,8 +798,8 @@ def _add_indexes_command(commands) -> None:
     remove.set_defaults(json=False)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def main(argv: list[str] | None = None, prog: str = "rag.py") -> int:
+    args = build_parser(prog).parse_args(argv)
     try:
         overrides = {
             "knowledge_dir": Path(args.knowledge) if args.knowledge else None,
