@@ -93,7 +93,7 @@ def installed_names() -> set[str]:
     names = {
         norm(module)
         for module, dists in importlib.metadata.packages_distributions().items()
-        if dists != ["askmd"]  # askmd itself, when it is installed
+        if set(dists) != {"askmd"}  # askmd itself, when it is installed
     }
     for dist in importlib.metadata.distributions():
         if norm(dist.metadata["Name"] or "") == "askmd":
