@@ -1,7 +1,7 @@
 """The one exception type whose message is shown to the user as it is.
 
 Raise AskmdError where the cause is known, saying what happened and what to do; the
-boundary in rag.main prints it as one line, and the HTTP API sends it as {"error": ...}
+boundary in cli.main prints it as one line, and the HTTP API sends it as {"error": ...}
 with `status`. Anything else is a bug and shows a traceback (never over HTTP).
 """
 
