@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gap_bench import POOL, files, fuse, metrics, open_built  # noqa: E402
 
-from terms import content_terms  # noqa: E402
+from askmd.terms import content_terms  # noqa: E402
 
 
 def collect(kb: Path, ix: Path, queries: list[dict]) -> list[dict]:

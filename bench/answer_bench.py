@@ -28,10 +28,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import answer  # noqa: E402
-import rag  # noqa: E402
-from chat import Chat  # noqa: E402
-from settings import load_settings  # noqa: E402
+from askmd import answer, cli  # noqa: E402
+from askmd.chat import Chat  # noqa: E402
+from askmd.settings import load_settings  # noqa: E402
 
 QUESTIONS = [
     "What port does the API listen on?",
@@ -83,7 +82,7 @@ class InstantLLM(BaseHTTPRequestHandler):
         pass
 
 
-def first_piece_ms(index: rag.Index, chat: Chat, question: str, k: int) -> tuple[float, float]:
+def first_piece_ms(index: cli.Index, chat: Chat, question: str, k: int) -> tuple[float, float]:
     """(ms to the first streamed piece, ms to the whole reply), search included."""
     start = time.perf_counter()
     hits = index.search(question, k)
@@ -115,7 +114,7 @@ def main() -> None:
         dotenv_path=None,
         overrides={"knowledge_dir": Path(args.knowledge), "index_dir": index_dir},
     )
-    index = rag.Index(settings)
+    index = cli.Index(settings)
     report = index.sync()
     print(f"# {report.chunks_total} chunks in {args.knowledge}", flush=True)
     index.search("warm-up", args.k)
@@ -138,7 +137,7 @@ def main() -> None:
     server.shutdown()
 
     if args.gguf:
-        import local_llm
+        from askmd import local_llm
 
         started = time.perf_counter()
         local = local_llm.start(Path(args.gguf), threads=args.threads, context=4096)

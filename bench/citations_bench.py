@@ -20,8 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import evaluate  # noqa: E402
-import grounding  # noqa: E402
+from askmd import evaluate, grounding  # noqa: E402
 from bench.answers_bench import SETS, SETS_DIR, open_index  # noqa: E402
 
 

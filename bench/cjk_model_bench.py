@@ -28,10 +28,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import evaluate  # noqa: E402
-import retriever  # noqa: E402
-from pipeline import Index  # noqa: E402
-from settings import load_settings  # noqa: E402
+from askmd import evaluate, retriever  # noqa: E402
+from askmd.pipeline import Index  # noqa: E402
+from askmd.settings import load_settings  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "tldr" / "pages.zh"
 SETS = (

@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import store  # noqa: E402
-from pipeline import Index  # noqa: E402
-from settings import load_settings  # noqa: E402
+from askmd import store  # noqa: E402
+from askmd.pipeline import Index  # noqa: E402
+from askmd.settings import load_settings  # noqa: E402
 
 TEMPLATE = (
     "# Daily note\n\n## Tasks\n\nNothing planned yet, fill this in during the day.\n\n"

@@ -39,9 +39,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from paraphrase_bench import DATA, SETS_DIR, load_set  # noqa: E402
 
-import evaluate  # noqa: E402
-from pipeline import Index  # noqa: E402
-from settings import load_settings  # noqa: E402
+from askmd import evaluate  # noqa: E402
+from askmd.pipeline import Index  # noqa: E402
+from askmd.settings import load_settings  # noqa: E402
 
 VAULT = DATA / "obsidian-dev-docs" / "en"
 BASE = Path("/tmp/askmd-para-base/obsidian-en")

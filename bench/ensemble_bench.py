@@ -31,11 +31,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from multilingual_bench import files, print_table, scaled  # noqa: E402
 
-from embedder import MultilingualEmbedder  # noqa: E402
-from pipeline import Index  # noqa: E402
-from retriever import MIN_POOL as POOL  # noqa: E402
-from settings import load_settings  # noqa: E402
-from terms import content_terms  # noqa: E402
+from askmd.embedder import MultilingualEmbedder  # noqa: E402
+from askmd.pipeline import Index  # noqa: E402
+from askmd.retriever import MIN_POOL as POOL  # noqa: E402
+from askmd.settings import load_settings  # noqa: E402
+from askmd.terms import content_terms  # noqa: E402
 
 WEIGHTS = (1.0, 0.8, 0.67, 0.5)  # MiniLM's share of the dense blend (1.0: today)
 ALPHAS = (0.5, 0.6)

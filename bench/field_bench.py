@@ -21,9 +21,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from paraphrase_bench import DATA, ROWS, SETS_DIR, load_set, run  # noqa: E402
 
-import manifest  # noqa: E402
-from pipeline import Index  # noqa: E402
-from settings import load_settings  # noqa: E402
+from askmd import manifest  # noqa: E402
+from askmd.pipeline import Index  # noqa: E402
+from askmd.settings import load_settings  # noqa: E402
 
 
 def open_built(folder, index_root: Path) -> Index:
@@ -69,7 +69,7 @@ def main() -> None:
 
 def score_folder(weights: list[str], kb: Path, queries: Path, index_dir: Path, modes) -> None:
     """Each weight triple over one already-indexed folder and its queries file."""
-    import evaluate
+    from askmd import evaluate
 
     overrides = {"knowledge_dir": kb, "index_dir": index_dir}
     index = Index(load_settings(environ={}, dotenv_path=None, overrides=overrides))

@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import answer  # noqa: E402
-from pipeline import Index  # noqa: E402
-from settings import Settings  # noqa: E402
-from terms import content_terms  # noqa: E402
+from askmd import answer  # noqa: E402
+from askmd.pipeline import Index  # noqa: E402
+from askmd.settings import Settings  # noqa: E402
+from askmd.terms import content_terms  # noqa: E402
 
 K = 10
 # The old rule's words of dependence: any pronoun, demonstrative, or opening "and", "why"…

@@ -24,9 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import evaluate  # noqa: E402
-import rag  # noqa: E402
-from settings import load_settings  # noqa: E402
+from askmd import cli, evaluate  # noqa: E402
+from askmd.settings import load_settings  # noqa: E402
 
 POOL = 100
 
@@ -76,7 +75,7 @@ def blend(dense, keyword, alpha: float) -> list[str]:
     return sorted(score, key=lambda c: -score[c])
 
 
-def labelled_set(doc: str) -> tuple[rag.Index, list]:
+def labelled_set(doc: str) -> tuple[cli.Index, list]:
     """The command line every fusion bench takes (corpus, queries, --index-dir, --limit,
     --embedding-model), the corpus indexed (or reused), and its queries."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
@@ -94,7 +93,7 @@ def labelled_set(doc: str) -> tuple[rag.Index, list]:
             "index_dir": Path(args.index_dir or tempfile.mkdtemp(prefix="askmd-fusion-")),
         },
     )
-    index = rag.Index(settings)
+    index = cli.Index(settings)
     index.sync()
     queries = evaluate.read_queries(Path(args.queries), [])
     return index, queries[: args.limit or None]

@@ -30,12 +30,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 from paraphrase_bench import DATA, ROWS, SETS_DIR, load_set  # noqa: E402
 
 import chunker  # noqa: E402
-import evaluate  # noqa: E402
-import notes  # noqa: E402
-import retriever  # noqa: E402
-from pipeline import Index  # noqa: E402
-from settings import load_settings  # noqa: E402
-from terms import content_terms  # noqa: E402
+from askmd import evaluate, notes, retriever  # noqa: E402
+from askmd.pipeline import Index  # noqa: E402
+from askmd.settings import load_settings  # noqa: E402
+from askmd.terms import content_terms  # noqa: E402
 
 POOL = 100
 

@@ -26,10 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import identifiers  # noqa: E402
-import retriever  # noqa: E402
-from pipeline import Index  # noqa: E402
-from settings import load_settings  # noqa: E402
+from askmd import identifiers, retriever  # noqa: E402
+from askmd.pipeline import Index  # noqa: E402
+from askmd.settings import load_settings  # noqa: E402
 
 VAULT = ROOT.parent / "shared" / "data" / "obsidian-dev-docs" / "en"
 MADE_UP = 30

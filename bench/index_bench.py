@@ -26,9 +26,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import chunker  # noqa: E402
-import notes  # noqa: E402
-from embedder import LocalEmbedder  # noqa: E402
-from settings import Settings  # noqa: E402
+from askmd import notes  # noqa: E402
+from askmd.embedder import LocalEmbedder  # noqa: E402
+from askmd.settings import Settings  # noqa: E402
 
 
 def run_index(kb: Path, ix: Path) -> tuple[dict, float, int]:
@@ -113,9 +113,9 @@ def main() -> None:
         )
 
         sys.argv = [sys.argv[0]]
-        import rag
+        from askmd import cli
 
-        index = rag.Index(Settings(knowledge_dir=kb, index_dir=ix))
+        index = cli.Index(Settings(knowledge_dir=kb, index_dir=ix))
         queries = [
             Path(s).stem.replace("-", " ") for s in random.Random(1).sample(found, args.queries)
         ]

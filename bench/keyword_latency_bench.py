@@ -30,13 +30,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import chunker  # noqa: E402
-import index_home  # noqa: E402
-import indexer  # noqa: E402
-import notes  # noqa: E402
-from manifest import MANIFEST, FileRecord, Manifest, chunk_row  # noqa: E402
-from retriever import MIN_POOL, is_cjk_query  # noqa: E402
-from settings import load_settings  # noqa: E402
-from terms import content_terms  # noqa: E402
+from askmd import index_home, indexer, notes  # noqa: E402
+from askmd.manifest import MANIFEST, FileRecord, Manifest, chunk_row  # noqa: E402
+from askmd.retriever import MIN_POOL, is_cjk_query  # noqa: E402
+from askmd.settings import load_settings  # noqa: E402
+from askmd.terms import content_terms  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 GROUP_CHUNKS = indexer.GROUP_CHUNKS

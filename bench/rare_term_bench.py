@@ -24,8 +24,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from fusion_bench import POOL, files_of, labelled_set, metrics  # noqa: E402
 
-import retriever  # noqa: E402
-from terms import content_terms  # noqa: E402
+from askmd import retriever  # noqa: E402
+from askmd.terms import content_terms  # noqa: E402
 
 
 def scaled(pairs, spread: float = 0.0):

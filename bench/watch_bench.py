@@ -34,16 +34,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pipeline import Index  # noqa: E402
-from settings import Settings  # noqa: E402
+from askmd.pipeline import Index  # noqa: E402
+from askmd.settings import Settings  # noqa: E402
 
 CHILD = """
 import json, sys
 sys.path.insert(0, {root!r})
 from pathlib import Path
-from pipeline import Index
-from settings import Settings
-from watcher import Watcher
+from askmd.pipeline import Index
+from askmd.settings import Settings
+from askmd.watcher import Watcher
 index = Index(Settings(knowledge_dir=Path({kb!r}), index_dir=Path({ix!r}), watch_poll={poll}))
 def show(change):
     print(json.dumps(change.to_json()), flush=True)

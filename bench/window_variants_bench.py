@@ -32,10 +32,9 @@ from adaptive_share_bench import collect  # noqa: E402
 from gap_bench import files, fuse, metrics, scaled  # noqa: E402
 
 import chunker  # noqa: E402
-import notes  # noqa: E402
-import windows  # noqa: E402
-from embedder import make_embedder  # noqa: E402
-from settings import Settings  # noqa: E402
+from askmd import notes, windows  # noqa: E402
+from askmd.embedder import make_embedder  # noqa: E402
+from askmd.settings import Settings  # noqa: E402
 
 
 def texts_of(kb: Path, data: list[dict]) -> dict[str, tuple[str, int]]:

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from multilingual_bench import POOL, files, fuse, load, open_mixed, print_table, scaled  # noqa: E402
 
-from terms import content_terms  # noqa: E402
+from askmd.terms import content_terms  # noqa: E402
 
 SETS = (
     ("ZH->EN all", "obsidian-zh.jsonl", ("cross-zh", "cross-zh-hard"), "en/"),

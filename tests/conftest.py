@@ -106,8 +106,8 @@ def write_notes(folder: Path, notes: dict[str, str]) -> Path:
 
 def synced_index(root: Path, notes: dict[str, str]):
     """An in-process Index of these notes (root/kb) in root/ix, default settings, synced."""
-    from pipeline import Index
-    from settings import load_settings
+    from askmd.pipeline import Index
+    from askmd.settings import load_settings
 
     kb = write_notes(root / "kb", notes)
     overrides = {"knowledge_dir": kb, "index_dir": root / "ix"}

@@ -13,10 +13,10 @@ import sys
 import time
 from pathlib import Path
 
-from manifest import Manifest
-from pipeline import Index
-from settings import load_settings
-from terms import content_terms
+from askmd.manifest import Manifest
+from askmd.pipeline import Index
+from askmd.settings import load_settings
+from askmd.terms import content_terms
 from tests.conftest import ROOT, clean_env, write_notes
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-import embedding_models as models
-import retriever
-from pipeline import Index
+from askmd import embedding_models as models
+from askmd import retriever
+from askmd.pipeline import Index
 from tests.conftest import synced_index
 
 if not models.installed(models.CJK_MODEL):

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-import index_home
-import store as store_module
-from errors import IndexBusy
-from settings import load_settings
-from store import Lease, Store
+from askmd import index_home
+from askmd import store as store_module
+from askmd.errors import IndexBusy
+from askmd.settings import load_settings
+from askmd.store import Lease, Store
 
 from .conftest import NOTES, write_notes
 

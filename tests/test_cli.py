@@ -386,3 +386,43 @@ def test_bad_arguments_are_one_line_before_anything_is_indexed(
     assert result.returncode == 1
     assert result.stderr.startswith(message) and result.stderr.count("\n") == 1
     assert not (tmp_path / "ix").exists()  # refused before any indexing
+
+
+def run_module(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """`python -m askmd ARGS` from `cwd`, the clone on the import path as an install puts it."""
+    return subprocess.run(
+        [sys.executable, "-m", "askmd", *args],
+        cwd=cwd,
+        env=clean_env(PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_version_prints_the_package_version(run_rag) -> None:
+    from askmd import __version__
+
+    result = run_rag("--version")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"askmd {__version__}\n"
+
+
+def test_python_m_askmd_is_the_same_program(run_rag, tmp_path) -> None:
+    """Same commands and flags as rag.py; only the usage line names how it was started."""
+    module = run_module("--help", cwd=tmp_path)
+    script = run_rag("--help")
+    assert module.returncode == 0, module.stderr
+    assert module.stdout.startswith("usage: python -m askmd [-h]")
+    as_script = module.stdout.replace("python -m askmd", "rag.py")
+    assert as_script.split() == script.stdout.split()  # the usage lines wrap differently
+
+
+def test_outside_the_repository_a_missing_knowledge_folder_says_knowledge(tmp_path) -> None:
+    result = run_module("search", "upload size", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == (
+        "error: the knowledge folder knowledge does not exist: create it, or point "
+        "ASKMD_KNOWLEDGE_DIR or --knowledge at your notes\n"
+    )

@@ -8,8 +8,7 @@ import sys
 
 from dotenv import dotenv_values
 
-import rag
-import settings
+from askmd import cli, settings
 from tests.conftest import ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -64,15 +63,21 @@ def test_readme_shows_the_real_help(run_rag) -> None:
 
 
 def test_every_command_is_in_the_readme() -> None:
-    parser = rag.build_parser()
+    parser = cli.build_parser()
     (subparsers,) = [a for a in parser._actions if a.dest == "command"]
     for name in subparsers.choices:
         assert f"python rag.py {name}" in README, name
 
 
+def top_level_names() -> set[str]:
+    """What askmd puts at the top of the import path: the package and the card's files."""
+    return {p.stem.lower() for p in ROOT.glob("*.py")} | {"askmd"}
+
+
 def test_no_module_shadows_the_standard_library() -> None:
-    names = {p.stem for p in ROOT.glob("*.py")}
-    assert names and not names & set(sys.stdlib_module_names)
+    names = top_level_names()
+    assert {"askmd", "rag", "chunker"} <= names
+    assert not names & set(sys.stdlib_module_names)
 
 
 def installed_names() -> set[str]:
@@ -85,8 +90,14 @@ def installed_names() -> set[str]:
     def norm(name: str) -> str:
         return re.sub(r"[-_.]+", "_", name).lower()
 
-    names = {norm(module) for module in importlib.metadata.packages_distributions()}
+    names = {
+        norm(module)
+        for module, dists in importlib.metadata.packages_distributions().items()
+        if set(dists) != {"askmd"}  # askmd itself, when it is installed
+    }
     for dist in importlib.metadata.distributions():
+        if norm(dist.metadata["Name"] or "") == "askmd":
+            continue
         names.add(norm(dist.metadata["Name"] or ""))
         for requirement in dist.requires or []:
             names.add(norm(re.match(r"[A-Za-z0-9._-]*", requirement).group()))
@@ -96,9 +107,9 @@ def installed_names() -> set[str]:
 def test_no_module_shadows_an_installed_package() -> None:
     names = installed_names()
     assert {"chromadb", "openai", "fastapi"} <= names
-    assert not {p.stem.lower() for p in ROOT.glob("*.py")} & names
+    assert not top_level_names() & names
 
 
 def test_every_repl_command_is_in_the_readme_and_the_help() -> None:
-    for command in re.findall(r"^  (/\w+)", rag.REPL_HELP, re.M):
+    for command in re.findall(r"^  (/\w+)", cli.REPL_HELP, re.M):
         assert f"`{command}" in README, command

@@ -3,10 +3,8 @@ they are shown (`Hit.shown_in`), cycles and chains bounded, edits seen by the ne
 
 import pytest
 
-import console
-import evaluate
-import pipeline
-from settings import load_settings
+from askmd import console, evaluate, pipeline
+from askmd.settings import load_settings
 from tests.conftest import write_notes
 
 VAULT = {

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-import evaluate
-from errors import AskmdError
-from evaluate import Miss, Query, read_queries
-from retriever import Hit
+from askmd import evaluate
+from askmd.errors import AskmdError
+from askmd.evaluate import Miss, Query, read_queries
+from askmd.retriever import Hit
 from tests.conftest import write_notes
 
 JSON_KEYS = ["queries", "k", "hit@1", "hit@5", "hit@10", "recall@10", "mrr@10"]

@@ -9,10 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import manifest
-import notes
-from manifest import FileRecord, Manifest, chunk_row
-from terms import content_terms
+from askmd import manifest, notes
+from askmd.manifest import FileRecord, Manifest, chunk_row
+from askmd.terms import content_terms
 from tests.conftest import ROOT, clean_env, write_notes
 
 # The same words in each note's text; only the fields tell the notes apart.

@@ -106,8 +106,8 @@ def test_the_repl_starting_over_a_folder_emptied_keeps_the_index(
 def test_mcp_write_tools_refuse_while_the_folder_is_gone(
     tmp_path: Path, embeddings: OpenAIServer
 ) -> None:
-    from pipeline import Index
-    from settings import load_settings
+    from askmd.pipeline import Index
+    from askmd.settings import load_settings
     from tests.test_mcp import run, server_over
 
     kb = write_notes(tmp_path / "kb", NOTES)

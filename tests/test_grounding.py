@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import answer
-import grounding
+from askmd import answer, grounding
 from tests.conftest import ASK_JSON_FIELDS, synced_index, write_notes
 from tests.openai_server import OpenAIServer
 
@@ -98,8 +97,8 @@ def test_a_question_the_notes_answer_is_answered(index, question: str, source: s
 
 
 def test_the_threshold_is_a_setting(tmp_path: Path) -> None:
-    from pipeline import Index
-    from settings import load_settings
+    from askmd.pipeline import Index
+    from askmd.settings import load_settings
 
     kb = write_notes(tmp_path / "kb", NOTES)
     overrides = {"knowledge_dir": kb, "index_dir": tmp_path / "ix"}

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import identifiers
-import retriever
+from askmd import identifiers, retriever
 from tests.conftest import synced_index
 
 CODE = "\n".join(f"    value_{i} = compute(value_{i - 1}, factor={i})" for i in range(1, 40))

@@ -10,9 +10,9 @@ from pathlib import Path
 import pexpect
 import pytest
 
-import index_home
-from errors import AskmdError
-from settings import Settings, load_settings
+from askmd import index_home
+from askmd.errors import AskmdError
+from askmd.settings import Settings, load_settings
 from tests.conftest import ROOT, clean_env, write_notes
 
 A_NOTES = {"ports.md": "# Ports\n\nThe API listens on port 8420.\n"}
@@ -153,8 +153,8 @@ def test_a_running_index_replaced_for_another_folder_stops_answering(run_rag, tm
     """A server over folder a, and `index --rebuild` of folder b into its index folder
     by another process: the server's next search, answer or stats says so in one line
     (409 over HTTP), instead of answering with b's notes under a's name."""
-    from errors import IndexReplaced
-    from pipeline import Index
+    from askmd.errors import IndexReplaced
+    from askmd.pipeline import Index
 
     a = write_notes(tmp_path.resolve() / "a", A_NOTES)
     b = write_notes(tmp_path.resolve() / "b", B_NOTES)

@@ -16,13 +16,12 @@ from pathlib import Path
 import pytest
 
 import chunker
-import indexer
-import notes
-from embedder import OpenAIEmbedder, make_embedder
-from errors import AskmdError
-from manifest import Manifest
-from settings import Settings
-from store import Store
+from askmd import indexer, notes
+from askmd.embedder import OpenAIEmbedder, make_embedder
+from askmd.errors import AskmdError
+from askmd.manifest import Manifest
+from askmd.settings import Settings
+from askmd.store import Store
 from tests.conftest import ROOT, clean_env, synced_index
 from tests.locking import lock_held
 from tests.openai_server import OpenAIServer
@@ -475,7 +474,7 @@ def test_an_index_holding_identical_vectors_keeps_them_apart_at_its_next_sync(
     """An index made by older code, which stored copies as identical vectors, is rebuilt
     once at its next sync, every vector from the embedding cache (updating the vectors in
     place leaves HNSW's links as they were: the graph stays cut)."""
-    import store
+    from askmd import store
 
     notes = {f"daily/{day:03d}.md": TEMPLATE for day in range(200)}
     notes["garden.md"] = "# Garden\n\nWater tomatoes in the morning, before the heat.\n"
@@ -504,7 +503,7 @@ def test_an_index_holding_a_notes_repeats_drops_them_at_its_next_sync(
 ) -> None:
     """An index made by older code, which stored every repeat, is mended without a
     rebuild: the notes holding repeats are recorded again, once."""
-    import prepare
+    from askmd import prepare
 
     notes = {
         "big.md": "# Big\n\n" + "A sentence about nothing in particular. " * 60000,

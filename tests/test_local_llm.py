@@ -19,11 +19,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
-import answer
-import local_llm
-from chat import Chat
-from errors import AskmdError
-from retriever import Hit
+from askmd import answer, local_llm
+from askmd.chat import Chat
+from askmd.errors import AskmdError
+from askmd.retriever import Hit
 from tests.conftest import NOTES, clean_env, index_once, write_notes
 from tests.openai_server import OpenAIServer
 
@@ -330,7 +329,7 @@ def test_a_small_model_gets_a_short_answer_and_a_repeat_penalty(gguf: Path) -> N
 
 
 def test_the_answer_budget_is_a_setting(tmp_path: Path) -> None:
-    from settings import load_settings
+    from askmd.settings import load_settings
 
     env = {"ASKMD_LLM_BUDGET": "30"}
     assert load_settings(env, None, need_knowledge_dir=False).llm_budget == 30

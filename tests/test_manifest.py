@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from manifest import ChunkRow, FileRecord, Manifest
-from terms import content_terms
+from askmd.manifest import ChunkRow, FileRecord, Manifest
+from askmd.terms import content_terms
 
 CHINESE = {
     "zh/备份.md": "数据库备份每天凌晨两点开始，保留十四天。",

@@ -21,10 +21,8 @@ from typing import Any
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
 
-import mcp_server
-import pipeline
-import version
-from settings import load_settings
+from askmd import mcp_server, pipeline, version
+from askmd.settings import load_settings
 from tests.conftest import NOTES, ROOT, clean_env, index_once, write_notes
 from tests.openai_server import ChatScript, OpenAIServer
 

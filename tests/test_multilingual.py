@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-import embedding_models as models
-import windows
-from pipeline import Index
-from settings import load_settings
-from terms import content_terms
+from askmd import embedding_models as models
+from askmd import windows
+from askmd.pipeline import Index
+from askmd.settings import load_settings
+from askmd.terms import content_terms
 from tests.conftest import ROOT, clean_env, write_notes
 
 if not models.installed(models.CJK_MODEL):

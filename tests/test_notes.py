@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-import notes
-from notes import Note
-from settings import Settings
+from askmd import notes
+from askmd.notes import Note
+from askmd.settings import Settings
 
 DEFAULT_INCLUDE = ("*.md", "*.markdown")
 MB = 1024 * 1024

@@ -133,8 +133,8 @@ def test_while_vectors_are_missing_hybrid_ranks_exactly_as_keyword(
     kb: Path, tmp_path: Path, run_rag, slow_server: OpenAIServer
 ) -> None:
     """The rule measured in BENCHMARKS.md: never worse than keyword alone."""
-    from pipeline import Index
-    from settings import load_settings
+    from askmd.pipeline import Index
+    from askmd.settings import load_settings
 
     where = ["--knowledge", str(kb), "--index-dir", str(tmp_path / "ix")]
     env = env_for(slow_server)
@@ -271,9 +271,9 @@ def test_notes_prepared_in_worker_processes_are_recorded_as_in_this_one(
     """A big cold sync prepares notes in workers; the manifest must not tell which way."""
     import sqlite3
 
-    import prepare
-    from pipeline import Index
-    from settings import load_settings
+    from askmd import prepare
+    from askmd.pipeline import Index
+    from askmd.settings import load_settings
 
     count = prepare.WORKERS_FROM_NOTES + 5
     notes = {
@@ -315,8 +315,8 @@ def test_a_note_changed_before_its_vectors_does_not_keep_the_filler_busy(
     """A note edited after the keyword phase recorded it cannot be filled until a sync
     records it again: the filler then rests (a sync wakes it) instead of re-reading it in
     a loop that holds a core."""
-    from pipeline import Index
-    from settings import load_settings
+    from askmd.pipeline import Index
+    from askmd.settings import load_settings
 
     kb = write_notes(tmp_path / "kb", {"a.md": "# A\n\nAlpha depot.\n", "b.md": "# B\n\nBeta.\n"})
     where = ["--knowledge", str(kb), "--index-dir", str(tmp_path / "ix")]
@@ -346,8 +346,8 @@ def test_a_big_note_is_embedded_a_slice_a_call_and_stored_whole_once_cached(
     the cache and lets go of the index between calls (a note saved meanwhile is recorded
     with its vectors at once), and the call that finds every vector cached stores the note
     whole. Nothing is embedded twice."""
-    from pipeline import Index
-    from settings import load_settings
+    from askmd.pipeline import Index
+    from askmd.settings import load_settings
 
     big = "# Log\n\n" + "".join(
         f"Entry {i} of the depot log: crate kx{i:04}q.\n\n" for i in range(1400)
@@ -388,8 +388,8 @@ def test_a_big_note_is_embedded_a_slice_a_call_and_stored_whole_once_cached(
 def test_a_saved_big_note_leaves_its_vectors_to_the_filler(tmp_path: Path) -> None:
     """A watcher's sync embeds the few notes saved, unless they are big: a 5 MB note
     would hold the index for minutes, and every later save with it."""
-    from pipeline import FOREGROUND_BYTES, Index
-    from settings import load_settings
+    from askmd.pipeline import FOREGROUND_BYTES, Index
+    from askmd.settings import load_settings
 
     kb = write_notes(tmp_path / "kb", {"a.md": "# A\n\nAlpha.\n"})
     with OpenAIServer(dimension=16) as server:

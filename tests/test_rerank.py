@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-import rerank
-from chat import Chat
-from errors import AskmdError
-from retriever import Hit
+from askmd import rerank
+from askmd.chat import Chat
+from askmd.errors import AskmdError
+from askmd.retriever import Hit
 from tests.conftest import write_notes
 from tests.openai_server import OpenAIServer, chunk
 
 CHAT = "/v1/chat/completions"
 ROOT = Path(__file__).resolve().parent.parent
-MINILM_TOKENIZER = ROOT / "models" / "all-MiniLM-L6-v2" / "tokenizer.json"
+MINILM_TOKENIZER = ROOT / "askmd" / "models" / "all-MiniLM-L6-v2" / "tokenizer.json"
 
 
 def hits(n: int) -> list[Hit]:

@@ -1,7 +1,7 @@
 """Hybrid retrieval on real indexes: the local MiniLM model and an embedded Chroma in temp dirs.
 
 Every corpus is a handful of short notes written inline and indexed once per module
-through rag.Index, with one model shared by the whole session. Claims about what dense
+through cli.Index, with one model shared by the whole session. Claims about what dense
 search gets wrong were observed with all-MiniLM-L6-v2 int8 and are asserted with margin
 (and with their premises checked, so a different model fails loudly, not mysteriously).
 """
@@ -14,15 +14,12 @@ from pathlib import Path
 
 import pytest
 
-import answer
-import rag
-import retriever
-import windows
-from errors import AskmdError
-from manifest import Manifest
-from retriever import Filters, Hit
-from settings import load_settings
-from terms import content_terms
+from askmd import answer, cli, retriever, windows
+from askmd.errors import AskmdError
+from askmd.manifest import Manifest
+from askmd.retriever import Filters, Hit
+from askmd.settings import load_settings
+from askmd.terms import content_terms
 from tests.conftest import write_notes
 
 MODES = ("keyword", "dense", "hybrid")
@@ -32,14 +29,14 @@ LOCAL_ID = "local:all-MiniLM-L6-v2-int8"
 @pytest.fixture(scope="session")
 def embedder():
     """The real local model, loaded once for every index of the session."""
-    from embedder import make_embedder
+    from askmd.embedder import make_embedder
 
     model = make_embedder("local", None)
     assert model.id == LOCAL_ID
     return model
 
 
-def build_index(root: Path, files: dict[str, str], embedder, **overrides) -> rag.Index:
+def build_index(root: Path, files: dict[str, str], embedder, **overrides) -> cli.Index:
     """Write the notes under root/kb, index them into root/ix and return the Index."""
     knowledge = write_notes(root / "kb", files)
     settings = load_settings(
@@ -47,13 +44,13 @@ def build_index(root: Path, files: dict[str, str], embedder, **overrides) -> rag
         dotenv_path=None,
         overrides={"knowledge_dir": knowledge, "index_dir": root / "ix", **overrides},
     )
-    index = rag.Index(settings)
+    index = cli.Index(settings)
     index.embedder = embedder  # the shared real model instead of loading it once more
     index.sync()
     return index
 
 
-def all_chunks(index: rag.Index) -> dict[str, dict]:
+def all_chunks(index: cli.Index) -> dict[str, dict]:
     """Every stored chunk id with its metadata."""
     index.store.ensure_open({})
     got = index.store.collection.get(include=["metadatas"])
@@ -120,7 +117,7 @@ ENGLISH = {
 
 
 @pytest.fixture(scope="module")
-def english(tmp_path_factory, embedder) -> rag.Index:
+def english(tmp_path_factory, embedder) -> cli.Index:
     index = build_index(tmp_path_factory.mktemp("english"), ENGLISH, embedder)
     yield index
     index.manifest.close()
@@ -302,7 +299,7 @@ MIXED = {
 
 
 @pytest.fixture(scope="module")
-def mixed(tmp_path_factory, embedder) -> rag.Index:
+def mixed(tmp_path_factory, embedder) -> cli.Index:
     index = build_index(tmp_path_factory.mktemp("mixed"), MIXED, embedder)
     yield index
     index.manifest.close()
@@ -423,7 +420,7 @@ H3_CHAINS = {
 
 
 @pytest.fixture(scope="module")
-def layered(tmp_path_factory, embedder) -> rag.Index:
+def layered(tmp_path_factory, embedder) -> cli.Index:
     index = build_index(tmp_path_factory.mktemp("layered"), LAYERED, embedder)
     yield index
     index.manifest.close()
@@ -541,12 +538,12 @@ def test_search_cli_with_source_and_heading_level(layered, run_rag, tmp_path) ->
 @pytest.mark.parametrize("level", [-1, 5])
 def test_a_heading_level_outside_one_to_four_is_refused(level) -> None:
     with pytest.raises(AskmdError, match="give 1 to 4"):
-        rag._filters(argparse.Namespace(source=None, heading_level=level))
+        cli._filters(argparse.Namespace(source=None, heading_level=level))
 
 
 def test_heading_level_zero_is_refused_too() -> None:
     with pytest.raises(AskmdError, match="give 1 to 4"):
-        rag._filters(argparse.Namespace(source=None, heading_level=0))
+        cli._filters(argparse.Namespace(source=None, heading_level=0))
 
 
 # --------------------------------------------------------------------------------------
@@ -568,7 +565,7 @@ LONG = {
 
 
 @pytest.fixture(scope="module")
-def pieces(tmp_path_factory, embedder) -> rag.Index:
+def pieces(tmp_path_factory, embedder) -> cli.Index:
     root = tmp_path_factory.mktemp("pieces")
     index = build_index(root, LONG, embedder, chunk_size=200, chunk_overlap=100)
     yield index
@@ -622,13 +619,13 @@ def test_the_best_ranked_piece_stands_for_its_section(pieces) -> None:
 # --------------------------------------------------------------------------------------
 
 
-def indexed(index: rag.Index) -> tuple[set[str], set[str]]:
+def indexed(index: cli.Index) -> tuple[set[str], set[str]]:
     """(chunk ids with keyword postings, chunk ids in Chroma)."""
     rows = index.manifest.db.execute("SELECT chunk FROM documents").fetchall()
     return {r[0] for r in rows}, set(all_chunks(index))
 
 
-def keyword_sources(index: rag.Index, query: str) -> list[str]:
+def keyword_sources(index: cli.Index, query: str) -> list[str]:
     return sources(index.search(query, 20, mode="keyword"))
 
 
@@ -671,7 +668,7 @@ def test_the_keyword_index_follows_edits_deletes_and_rebuilds(tmp_path, embedder
     finally:
         index.manifest.close()
 
-    rebuilt = rag.Index(index.settings)
+    rebuilt = cli.Index(index.settings)
     rebuilt.embedder = embedder
     try:
         report = rebuilt.sync(rebuild=True)
@@ -794,7 +791,7 @@ CROSS = {
 
 @pytest.fixture(scope="module")
 def cross(tmp_path_factory):
-    from embedder import make_embedder
+    from askmd.embedder import make_embedder
 
     index = build_index(
         tmp_path_factory.mktemp("cross"),
@@ -845,7 +842,7 @@ def _rule_note(topic: str, n: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def rules(tmp_path_factory, embedder) -> rag.Index:
+def rules(tmp_path_factory, embedder) -> cli.Index:
     """40 notes about rules; one long one ends with a sentence holding a made-up word."""
     files = {
         f"rules/{t.replace(' ', '-')}-{j}.md": _rule_note(t, 3) for j in (1, 2) for t in TOPICS

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-import settings
-from errors import AskmdError
-from settings import Settings, load_settings
+from askmd import settings
+from askmd.errors import AskmdError
+from askmd.settings import Settings, load_settings
 
 ASKMD_VARS = [name for name, _ in settings.DOCS.values()]
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from errors import Busy
-from pipeline import Index
-from settings import load_settings
+from askmd.errors import Busy
+from askmd.pipeline import Index
+from askmd.settings import load_settings
 from tests.conftest import write_notes
 
 NOTES = {
@@ -22,7 +22,7 @@ NOTES = {
 
 @pytest.fixture(scope="module")
 def embedder():
-    from embedder import make_embedder
+    from askmd.embedder import make_embedder
 
     return make_embedder("local", None)
 

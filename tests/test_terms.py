@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from terms import STOPWORDS, content_terms, has_cjk, stem, terms
+from askmd.terms import STOPWORDS, content_terms, has_cjk, stem, terms
 
 # (id, text, terms(text), content_terms(text))
 CASES = [

@@ -3,8 +3,7 @@
 import pytest
 
 import chunker
-import notes
-import vault
+from askmd import notes, vault
 from tests.conftest import write_notes
 
 # (verbatim line, searchable line, links as (target, heading, embed), tags)

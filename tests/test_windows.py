@@ -9,10 +9,9 @@ import sqlite3
 import numpy as np
 import pytest
 
-import embedding_models as models
-import retriever
-import windows
-from pipeline import Index
+from askmd import embedding_models as models
+from askmd import retriever, windows
+from askmd.pipeline import Index
 from tests.conftest import synced_index, write_notes
 
 TITLE = "Power settings > Laptop"
@@ -63,7 +62,7 @@ def test_chinese_sentence_ends_split_without_spaces() -> None:
 
 @pytest.fixture(scope="module")
 def model():
-    from embedder import make_embedder
+    from askmd.embedder import make_embedder
 
     return make_embedder("local", None)
 
@@ -383,7 +382,7 @@ def test_an_older_chinese_index_gets_its_windows_at_index_and_from_the_filler(
 
 
 def index_settings(kb, index_dir):
-    from settings import load_settings
+    from askmd.settings import load_settings
 
     overrides = {"knowledge_dir": kb, "index_dir": index_dir}
     return load_settings(environ={}, dotenv_path=None, overrides=overrides)

@@ -1,0 +1,832 @@
+"""askmd's command line: what `python rag.py`, `python -m askmd` and `askmd` all run.
+
+It parses the command line, builds Settings once, runs one command and is
+the single error boundary (an AskmdError is one red line and exit 1; anything else is a
+bug and shows its traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import chunker
+from askmd import answer, console, index_home, leaving, notes, pipeline, retriever, vault
+from askmd.errors import AskmdError
+from askmd.indexer import SyncReport
+from askmd.pipeline import Index
+from askmd.settings import Settings, load_settings
+from askmd.version import __version__
+
+DESCRIPTION = "Ask questions about a folder of Markdown notes, with cited answers."
+
+
+def cmd_chunk(args: argparse.Namespace, settings: Settings) -> int:
+    """Show how one file is chunked: for debugging notes and the chunker."""
+    path = Path(args.path)
+    if not path.is_file():
+        what = "is not a file" if path.exists() else "does not exist"
+        kinds = "Markdown, PDF, DOCX, HTML or TXT"
+        raise AskmdError(f"{args.path} {what}: give the path of a {kinds} file")
+    root, source = _source_of(path, settings.knowledge_dir)
+    try:
+        note = notes.read(root, source, settings.max_file_bytes)
+    except notes.Unreadable as exc:
+        raise AskmdError(f"{args.path}: {exc}") from None
+    for warning in note.warnings:
+        console.warning(f"{args.path}: {warning}")
+    chunks = chunker.split_note(note, settings.chunk_size, settings.chunk_overlap)
+    mode = chunks[0].mode if chunks else "heading"
+    if args.json:
+        console.print_json(
+            {
+                "file": note.source,
+                "mode": mode,
+                "title": chunks[0].title if chunks else note.title,
+                "tags": list(note.tags),
+                "chunk_size": settings.chunk_size,
+                "chunk_overlap": settings.chunk_overlap,
+                "chunks": [_chunk_json(c) for c in chunks],
+            }
+        )
+    else:
+        console.show_chunks(note.source, mode, chunks, settings.chunk_size)
+    return 0
+
+
+def _chunk_json(c: chunker.Chunk) -> dict:
+    return {
+        "id": c.id,
+        "chunk_index": c.chunk_index,
+        "heading_chain": c.chain_text,
+        "heading_level": c.heading_level,
+        "line_start": c.line_start,
+        "line_end": c.line_end,
+        "page_start": c.page_start,
+        "page_end": c.page_end,
+        "chars": len(c.text),
+        "overlap": c.overlap,
+        "text": c.text,
+    }
+
+
+def _source_of(path: Path, knowledge_dir: Path) -> tuple[Path, str]:
+    """(root, relative source): relative to the knowledge folder when the file is inside it."""
+    resolved, knowledge = path.resolve(), knowledge_dir.resolve()
+    if resolved.is_relative_to(knowledge):
+        return knowledge, resolved.relative_to(knowledge).as_posix()
+    return resolved.parent, resolved.name
+
+
+def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
+    """Bring the index in step with the knowledge folder."""
+    index = Index(settings)
+    with _kept_on_ctrl_c(index):
+        report = index.sync(
+            rebuild=args.rebuild,
+            progress=console.SyncProgress(),
+            on_wait=console.warning,
+            vectors=not args.keyword_only,
+            emptying=True,  # asked for by hand: a folder emptied on purpose empties the index
+        )
+    if args.json:
+        console.print_json(report.to_json())
+    else:
+        show_sync(index, report)
+    return 0
+
+
+def show_sync(index: Index, report: SyncReport | None) -> None:
+    """What a sync did, in one line (and its warnings), on stderr."""
+    if report is not None:
+        console.show_sync(report, index.settings.knowledge_dir, index.settings.include)
+
+
+def stream_answer(pieces: Iterator[str], sources: int) -> str:
+    """An answer shown on the terminal as the model writes it."""
+    return console.stream_answer(pieces, sources=sources)
+
+
+def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
+    """Sync, then show the chunks nearest to a query."""
+    if not args.query.strip():  # as `ask` and the API say: an empty query finds nothing
+        raise AskmdError('the query is empty: python rag.py search "metrics port"')
+    filters = _filters(args)  # a bad filter is reported before any indexing
+    index = Index(settings)
+    with _kept_on_ctrl_c(index):
+        report = index.sync_to_read(console.SyncProgress(), warn=console.warning)
+    if not args.json:
+        show_sync(index, report)
+    hits = index.search(args.query, args.k or settings.top_k, filters=filters)
+    if args.json:
+        console.print_json(pipeline.search_json(args.query, hits))
+    elif not hits and filters and filters.tags and _unknown_tag(index, filters.tags):
+        console.notice(_unknown_tag(index, filters.tags))
+    else:
+        console.show_hits(hits, args.query)
+    return 0
+
+
+def _unknown_tag(index: Index, wanted: tuple[str, ...]) -> str:
+    """Why a tag filter found nothing when no note has the tag: with the nearest tags (or
+    those there are), as a misspelled tag is the likely cause."""
+    have = index.manifest.tags()
+    for tag in wanted:
+        if not vault.tag_matches(tag, have):
+            near = difflib.get_close_matches(tag, sorted(have), n=3, cutoff=0.6)
+            listed = ", ".join(f"#{t}" for t in near or sorted(have)[:8])
+            label = "nearest" if near else "tags in the notes"
+            return f"no note has the tag #{tag}" + (f" ({label}: {listed})" if listed else "")
+    return ""
+
+
+def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
+    """Sync, then answer one question with cited sources."""
+    if not args.question.strip():
+        raise AskmdError('the question is empty: python rag.py ask "what port does the API use?"')
+    filters = _filters(args)
+    index = Index(settings, loading=console.status)
+    with _kept_on_ctrl_c(index):
+        report = index.sync_to_read(
+            None if args.json else console.SyncProgress(), warn=console.warning
+        )
+    if not args.json:
+        show_sync(index, report)
+    k = args.k or settings.top_k
+    show = None if args.json else stream_answer
+    result = index.ask(args.question, [], k, filters=filters, show=show)
+    if args.json:
+        console.print_json(result.to_json())
+    else:
+        console.show_answer(result)
+    return 130 if result.cancelled else 0
+
+
+def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
+    """Sync, then score retrieval on labelled queries (files ranked by their best chunk)."""
+    from askmd import evaluate
+
+    if args.files is not None and not 1 <= args.files <= 100:
+        raise AskmdError(f"-k {args.files}: rank between 1 and 100 files per query")
+    skipped: list[int] = []
+    queries = evaluate.read_queries(Path(args.queries), skipped, answers=args.answers)
+    if skipped:
+        lines = ", ".join(str(n) for n in skipped[:5]) + (" …" if len(skipped) > 5 else "")
+        console.warning(f"{args.queries}: skipped {len(skipped)} empty queries (line {lines})")
+    index = Index(settings)
+    with _kept_on_ctrl_c(index):  # a read: a read-only or busy index is scored as it is
+        progress = None if args.json else console.SyncProgress()
+        report = index.sync_to_read(progress, warn=console.warning)
+    if not args.json:
+        show_sync(index, report)
+    if args.answers:
+        k = settings.top_k
+        answered = evaluate.evaluate_answers(queries, lambda q: index.ask(q, [], k))
+        if args.json:
+            console.print_json(answered.to_json())
+        else:
+            console.show_answers_eval(answered, verbose=args.verbose)
+        return 0
+    unknown = evaluate.unknown_paths(queries, set(index.manifest.files()))
+    if unknown:
+        shown = ", ".join(unknown[:3]) + (" …" if len(unknown) > 3 else "")
+        console.warning(
+            f"{args.queries}: {console.plural(len(unknown), 'relevant path')} not in the index "
+            f"({shown}; paths are relative to the knowledge folder): scored as misses"
+        )
+    result = evaluate.evaluate(
+        queries, lambda q, n: index.search(q, n, mode=args.retriever), k=args.files or 10
+    )
+    if args.json:
+        console.print_json(result.to_json())
+    else:
+        console.show_eval(result, verbose=args.verbose)
+    return 0
+
+
+@contextmanager
+def _kept_on_ctrl_c(index: Index) -> Iterator[None]:
+    """Ctrl-C during a sync: say how much of the index is kept (every finished group of
+    files is), since the next run goes on from there."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        stats = index.stats()
+        console.interrupted(stats["chunks"], stats["chunks_embedded"])
+        raise
+
+
+def _filters(args: argparse.Namespace) -> retriever.Filters | None:
+    source, level = getattr(args, "source", None), getattr(args, "heading_level", None)
+    tags = getattr(args, "tag", None)
+    return pipeline.filters(source, level, name="--heading-level", tags=tags)
+
+
+def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
+    """What is indexed, read from the manifest (fast: Chroma is not opened)."""
+    stats = Index(settings).stats()
+    if args.json:
+        console.print_json(stats)
+    else:
+        console.show_stats(stats)
+    return 0
+
+
+def cmd_links(args: argparse.Namespace, settings: Settings) -> int:
+    """A note's outgoing links (broken ones marked) and the notes that link to it."""
+    found = Index(settings).links(args.note)
+    if args.json:
+        console.print_json(found)
+        return 0
+    print(found["note"])
+    for k in found["links"]:
+        where = f"#{k['heading']}" if k["heading"] else ""
+        print(f"  -> {k['target']}{where} (line {k['line']}){' broken' if k['broken'] else ''}")
+    for k in found["backlinks"]:
+        print(f"  <- {k['source']} (line {k['line']})")
+    return 0
+
+
+def cmd_indexes(args: argparse.Namespace, settings: Settings) -> int:
+    """List the indexes under the data home, or remove some: each folder tried keeps one."""
+    if getattr(args, "indexes_action", None) == "remove":
+        return _remove_indexes(args)
+    found = index_home.list_indexes()
+    if args.json:
+        console.print_json({"indexes_dir": str(index_home.indexes_home()), "indexes": found})
+        return 0
+    home = index_home.indexes_home()
+    if not found:
+        print(f"no indexes in {home}")
+        return 0
+    print(f"indexes in {home}:")
+    width = max(len(i["folder"] or i["index_dir"]) for i in found)
+    for i in found:
+        gone = "" if i["exists"] else "folder missing · "
+        files, chunks = _plural(i["files"], "file"), _plural(i["chunks"], "chunk")
+        used = (i["last_used"] or "?")[:16].replace("T", " ")
+        print(f"  {i['folder'] or i['index_dir']:<{width}}  {gone}{files}, {chunks}, "
+              f"{_megabytes(i['bytes'])}, last used {used}")  # fmt: skip
+    missing = sum(not i["exists"] for i in found)
+    total = _megabytes(sum(i["bytes"] for i in found))
+    hint = f"; {missing} of a missing folder (rag.py indexes remove --missing)" if missing else ""
+    print(f"{_plural(len(found), 'index', 'indexes')}, {total}{hint}")
+    return 0
+
+
+def _remove_indexes(args: argparse.Namespace) -> int:
+    if args.missing:
+        chosen = [i for i in index_home.list_indexes() if i["folder"] and not i["exists"]]
+        if not chosen:
+            print("no index of a missing folder")
+            return 0
+    else:
+        chosen = index_home.find_indexes(Path(args.folder).expanduser())
+        if not chosen:
+            raise AskmdError(
+                f"no index of {Path(args.folder).expanduser().resolve()} in "
+                f"{index_home.indexes_home()} (rag.py indexes lists them)"
+            )
+    refused: AskmdError | None = None
+    for i in chosen:
+        try:
+            index_home.remove_index(Path(i["index_dir"]))
+        except AskmdError as exc:
+            refused = refused or exc
+            continue
+        size = _megabytes(i["bytes"])
+        print(f"removed the index of {i['folder'] or '?'} ({size}, {i['index_dir']})")
+    if refused is not None:
+        raise refused
+    return 0
+
+
+def _plural(n: int, word: str, plural: str = "") -> str:
+    return f"{n:,} {word if n == 1 else plural or word + 's'}"
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1e6:.1f} MB"
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    """Serve the HTTP API and the web page over the same index."""
+    from askmd import server
+
+    return server.serve(settings, args.host, args.port)
+
+
+def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
+    """Keep the index in step with the folder, in the foreground: one line per applied
+    change (with --json, one JSON object per line), until Ctrl-C."""
+    import json
+
+    from askmd.watcher import Watcher
+
+    index = Index(settings)
+    with _kept_on_ctrl_c(index):
+        report = index.sync(progress=console.SyncProgress(), on_wait=console.warning)
+    if not args.json:
+        show_sync(index, report)
+
+    def changed(change) -> None:
+        if args.json:
+            sys.stdout.write(json.dumps(change.to_json()) + "\n")
+        else:
+            sys.stdout.write(f"{change.time[11:]} {change.line()}\n")
+        sys.stdout.flush()
+
+    folder = settings.knowledge_dir.resolve()
+
+    def ready() -> None:
+        sys.stderr.write(f"watching {folder}/ — Ctrl-C to stop\n")
+        sys.stderr.flush()
+
+    watcher = Watcher(index, changed, console.warning, on_ready=ready)
+    # A big note saved is searchable by keyword at once; its vectors are stored in the
+    # background, a slice at a time, so the notes saved after it are not kept waiting.
+    index.fill_in_background(console.warning)
+    try:
+        watcher.run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if index.filler is not None:
+            index.filler.stop(timeout=LEAVE_WAIT_SECONDS)
+        leaving.exit_now_if_busy(0)
+    return 0
+
+
+def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
+    """Serve the notes to AI assistants over the Model Context Protocol, on stdio."""
+    from askmd import mcp_server
+
+    return mcp_server.serve(settings, allow_write=args.allow_write)
+
+
+REPL_HELP = """\
+Type a question, or a command:
+  /debug QUESTION   show the retrieved chunks with their scores (no LLM)
+  /sources          everything retrieved for the last answer
+  /clear            forget the conversation (follow-ups start afresh)
+  /reindex          rebuild the index from scratch
+  /stats            what is indexed
+  /help             this text
+  /quit             leave (Ctrl-D, or quit or exit typed alone)
+  Ctrl-C            cancel a running answer"""
+
+
+@dataclass
+class Conversation:
+    """What the REPL remembers between questions."""
+
+    turns: list[answer.Turn]
+    last: answer.Answer | None = None
+
+
+def cmd_repl(args: argparse.Namespace, settings: Settings) -> int:
+    """The interactive loop: sync first (the MD5 check), then questions."""
+    index = Index(settings, loading=console.status)
+    with _kept_on_ctrl_c(index):
+        # At a terminal the prompt comes once every note is searchable by keyword, and
+        # the vectors follow in the background; piped lines get the vectors first.
+        first = 0 if sys.stdin.isatty() else None
+        report = index.sync_to_read(
+            console.SyncProgress(), warn=console.warning, background=True, foreground=first
+        )
+        show_sync(index, report)
+    talk = Conversation([])
+    live = _live(index)
+    interactive = sys.stdin.isatty()
+    if interactive:
+        _enable_history(settings.index_dir / "history")
+        folder, where = settings.knowledge_dir.resolve(), settings.index_dir
+        filling = index.filling()  # read first: the prompt follows the banner at once
+        console.notice(
+            f"askmd over {folder}/ (index in {where}/) — /help for commands, /quit to leave"
+        )
+        console.show_filling(filling)
+    try:
+        while True:
+            try:
+                line = input("› " if interactive else "").strip()
+            except EOFError:
+                return 0
+            except KeyboardInterrupt:
+                console.notice("")
+                continue
+            if not line:
+                continue
+            if live is not None:
+                live.say()  # what changed on disk since the last answer, never during one
+            try:
+                if _repl_command(index, talk, line) is False:
+                    return 0
+            except AskmdError as exc:
+                console.error(str(exc))
+            except KeyboardInterrupt:
+                console.cancelled()
+    finally:
+        if live is not None:  # no sync may be half-way when the interpreter shuts down
+            live.watcher.stop(timeout=LEAVE_WAIT_SECONDS)
+        if index.filler is not None:  # the group in flight ends; the rest waits for next time
+            index.filler.stop(timeout=LEAVE_WAIT_SECONDS)
+        leaving.exit_now_if_busy(0)
+
+
+LEAVE_WAIT_SECONDS = 30  # leaving the REPL waits this long for the watcher's sync to end
+
+
+class _Live:
+    """The REPL's watcher: notes saved on disk reach the index while the REPL waits, and
+    what changed is said in one line before the next answer, never in the middle of one."""
+
+    def __init__(self, index: Index) -> None:
+        from askmd.watcher import Watcher
+
+        self._notices: list[str] = []
+        self.watcher = Watcher(index, on_notice=self._notices.append)
+        self.watcher.start()
+
+    def say(self) -> None:
+        for line in self._notices[:]:
+            self._notices.remove(line)
+            console.warning(line)
+        updated = self.watcher.take_updated()
+        if updated:
+            console.notice(f"{console.plural(len(updated), 'note')} updated")
+
+
+def _live(index: Index) -> _Live | None:
+    settings = index.settings
+    if not settings.watch or index.read_only:
+        return None
+    return _Live(index)
+
+
+# Typed alone, these leave (as Python's REPL hints): no one asks their notes "exit".
+LEAVE_WORDS = frozenset({"quit", "exit", "quit()", "exit()", ":q", ":q!", ":wq", "退出"})
+
+
+def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
+    """Run one REPL line; False means leave."""
+    word, _, rest = line.partition(" ")
+    if word in ("/quit", "/exit", "/q") or line.strip().lower() in LEAVE_WORDS:
+        return False
+    if word == "/help":
+        console.notice(REPL_HELP)
+    elif word == "/reindex":
+        with _kept_on_ctrl_c(index):
+            report = index.sync(
+                rebuild=True, progress=console.SyncProgress(), on_wait=console.warning
+            )
+            show_sync(index, report)
+    elif word == "/stats":
+        console.show_stats(index.stats())
+    elif word == "/debug":
+        console.show_filling(index.filling())
+        if not rest.strip():
+            raise AskmdError("/debug needs a question, e.g. /debug how do I rotate the keys?")
+        query, hits = answer.resolve(  # as a question here would be searched, without a model
+            rest, talk.turns, lambda q: index.search(q, index.settings.top_k), None
+        )
+        console.show_debug(hits, query, index.backlinks())
+        if hits:
+            console.show_verdict(index.grounding().judge(query, hits))
+    elif word == "/sources":
+        if talk.last is None:
+            raise AskmdError("no answer yet: ask a question first")
+        console.show_hits(talk.last.hits, talk.last.query, full=True)
+    elif word == "/clear":
+        talk.turns.clear()
+        talk.last = None
+        console.notice("conversation cleared")
+    elif word.startswith("/"):
+        raise AskmdError(f"unknown command {word}; /help lists the commands")
+    else:
+        console.show_filling(index.filling())
+        result = _ask_in_repl(index, talk, line)
+        console.show_answer(result, hint=talk.last is None)
+        talk.last = result
+        if result.cancelled:  # a cut-off answer is shown, not built upon
+            return None
+        talk.turns.append(answer.Turn(line, result.query, result.text))
+        del talk.turns[: -answer.MAX_TURNS]
+    return None
+
+
+def _ask_in_repl(index: Index, talk: Conversation, line: str) -> answer.Answer:
+    """Answer a question; one that is read with the one before says so before its answer
+    (before the model's stream starts, when there is one)."""
+    searched: list[str] = []
+    told: list[bool] = []
+
+    def tell() -> None:
+        if searched and searched[-1] != line and not told:
+            console.show_read_as(searched[-1])
+            told.append(True)
+
+    def show(pieces: Iterator[str], sources: int) -> str:
+        tell()
+        return stream_answer(pieces, sources)
+
+    result = index.ask(
+        line, talk.turns, index.settings.top_k, show=show,
+        searched=lambda query, _hits: searched.append(query),
+    )  # fmt: skip
+    searched.append(result.query)
+    tell()
+    return result
+
+
+def _enable_history(path: Path) -> None:
+    """Line editing and history kept across sessions, where readline exists."""
+    try:
+        import atexit
+        import readline
+    except ImportError:
+        return
+    try:  # saved only once the index folder exists: a folder with no notes gets none
+        if path.exists():
+            readline.read_history_file(path)
+        readline.set_history_length(1000)
+        atexit.register(_save_history, readline, path)
+    except OSError:
+        pass
+
+
+def _save_history(readline, path: Path) -> None:
+    """At exit; an index folder that cannot be written (read-only) keeps no history."""
+    try:
+        readline.write_history_file(path)
+    except OSError:
+        pass
+
+
+def _add_filters(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--source", metavar="GLOB", help="only notes whose path matches, e.g. 'guides/**'"
+    )
+    command.add_argument(
+        "--heading-level",
+        type=int,
+        metavar="N",
+        help="only chunks under headings of level N or higher (1 = H1)",
+    )
+    command.add_argument(
+        "--tag",
+        action="append",
+        metavar="TAG",
+        help="only chunks tagged TAG (front matter or inline; #project takes #project/alpha); "
+        "repeat to require several",
+    )
+
+
+def _add_global_options(parser: argparse.ArgumentParser, after_command: bool = False) -> None:
+    """The options of every command, before it or after it. After it they default to
+    nothing at all (SUPPRESS), so they override the ones before it only when given."""
+    unset = {"default": argparse.SUPPRESS} if after_command else {}
+    parser.add_argument(
+        "--knowledge",
+        metavar="DIR",
+        help="folder of notes (default: ASKMD_KNOWLEDGE_DIR or knowledge/)",
+        **unset,
+    )
+    parser.add_argument(
+        "--index-dir",
+        metavar="DIR",
+        help="where the index is kept (default: one per knowledge folder, under "
+        "~/.local/share/askmd/)",
+        **unset,
+    )
+    parser.add_argument(
+        "--traceback", action="store_true", help="show the full traceback on errors", **unset
+    )
+    parser.add_argument(
+        "--no-watch",
+        action="store_true",
+        help="do not apply notes saved on disk while the REPL or `serve` runs (ASKMD_WATCH=0)",
+        **unset,
+    )
+
+
+def build_parser(prog: str = "rag.py") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"askmd {__version__}")
+    _add_global_options(parser)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    chunk = commands.add_parser(
+        "chunk",
+        help="show how one file is split into chunks",
+        description="Show how one file (Markdown, PDF, DOCX, HTML, TXT) is split into chunks: "
+        "mode, heading chain, lines, pages and text of each chunk.",
+    )
+    chunk.add_argument("path", metavar="PATH", help="a Markdown, PDF, DOCX, HTML or TXT file")
+    chunk.add_argument("--json", action="store_true", help="print JSON instead of panels")
+    chunk.add_argument("--size", type=int, metavar="N", help="target chunk size (ASKMD_CHUNK_SIZE)")
+    chunk.add_argument(
+        "--overlap", type=int, metavar="N", help="overlap in characters (ASKMD_CHUNK_OVERLAP)"
+    )
+    chunk.set_defaults(run=cmd_chunk, need_knowledge_dir=False)
+
+    index = commands.add_parser(
+        "index",
+        help="bring the index in step with the notes (only what changed)",
+        description="Hash every note, then re-chunk and re-embed only new and changed "
+        "files; deleted files leave the index.",
+    )
+    index.add_argument("--rebuild", action="store_true", help="rebuild from scratch")
+    index.add_argument(
+        "--keyword-only",
+        action="store_true",
+        help="stop once every note is searchable by keyword; the vectors are stored later",
+    )
+    index.add_argument("--json", action="store_true", help="print the report as JSON")
+    index.set_defaults(run=cmd_index)
+
+    search = commands.add_parser(
+        "search",
+        help="show the chunks that best match a query",
+        description="Sync the index, then show the chunks nearest to QUERY.",
+    )
+    search.add_argument("query", metavar="QUERY")
+    search.add_argument("-k", type=int, metavar="N", help="how many results (ASKMD_TOP_K)")
+    _add_filters(search)
+    search.add_argument("--json", action="store_true", help="print JSON")
+    search.set_defaults(run=cmd_search)
+
+    ask = commands.add_parser(
+        "ask",
+        help="answer a question from the notes, with [n] citations",
+        description="Sync the index, retrieve the passages that match QUESTION and answer "
+        "from them with [n] citations and a reference list: generated by the LLM when one is "
+        "configured (OPENAI_API_KEY, OPENAI_BASE_URL or ASKMD_LOCAL_MODEL), otherwise "
+        "quoted from the notes.",
+    )
+    ask.add_argument("question", metavar="QUESTION")
+    ask.add_argument("-k", type=int, metavar="N", help="how many passages to use (ASKMD_TOP_K)")
+    _add_filters(ask)
+    ask.add_argument("--json", action="store_true", help="print JSON")
+    ask.set_defaults(run=cmd_ask)
+
+    evaluation = commands.add_parser(
+        "eval",
+        help="score retrieval on labelled queries (hit@k, recall@10, MRR@10)",
+        description="Sync the index, run every query of QUERIES.jsonl (lines of "
+        '{"id", "query", "relevant": [paths relative to the knowledge folder]}) and rank '
+        "files by their best chunk. Reports hit@1, hit@5, hit@10, recall@10 and MRR@10.",
+    )
+    evaluation.add_argument("queries", metavar="QUERIES.jsonl")
+    evaluation.add_argument(
+        "-k", dest="files", type=int, metavar="N", help="a miss unless among the first N (10)"
+    )
+    evaluation.add_argument(
+        "--retriever",
+        choices=retriever.MODES,
+        default="hybrid",
+        help="hybrid (default), dense or keyword only: to compare them",
+    )
+    evaluation.add_argument(
+        "--answers",
+        action="store_true",
+        help='score answers: lines with "answers": [gold text] or "unanswerable": true '
+        "(declined share, gold recall)",
+    )
+    evaluation.add_argument("--verbose", action="store_true", help="list the misses")
+    evaluation.add_argument("--json", action="store_true", help="print JSON")
+    evaluation.set_defaults(run=cmd_eval)
+
+    stats = commands.add_parser(
+        "stats", help="what is indexed", description="Files, chunks and embedder of the index."
+    )
+    stats.add_argument("--json", action="store_true", help="print JSON")
+    stats.set_defaults(run=cmd_stats)
+
+    links = commands.add_parser(
+        "links",
+        help="a note's links and backlinks",
+        description="The links written in a note (broken ones marked) and the notes that "
+        "link to it, from the index.",
+    )
+    links.add_argument("note", help="the note: its path, or its name as a link gives it")
+    links.add_argument("--json", action="store_true", help="print JSON")
+    links.set_defaults(run=cmd_links)
+
+    serve = commands.add_parser(
+        "serve",
+        help="serve the HTTP API and a web page (127.0.0.1 only unless a token is set)",
+        description="Sync the index, then serve the JSON API under /api/v1 (docs at /docs) "
+        "and a web page at /. Listening beyond 127.0.0.1 needs ASKMD_API_TOKEN; with it "
+        "set, every API call but /api/v1/health needs 'Authorization: Bearer TOKEN'.",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    serve.add_argument(
+        "--port", type=int, default=8000, help="port (8000); 0 picks a free one and prints it"
+    )
+    serve.set_defaults(run=cmd_serve)
+
+    watch = commands.add_parser(
+        "watch",
+        help="keep the index in step with the notes as they are saved, in the foreground",
+        description="Sync the index, then apply every change saved to the notes within a "
+        "second (inotify; polling where it is unavailable or ASKMD_WATCH_POLL is set): one "
+        "line per change, until Ctrl-C.",
+    )
+    watch.add_argument(
+        "--json",
+        action="store_true",
+        help='one JSON object per change: {"time", "added", "changed", "deleted", '
+        '"chunks_embedded", "seconds", "errors"}',
+    )
+    watch.set_defaults(run=cmd_watch)
+
+    mcp = commands.add_parser(
+        "mcp",
+        help="serve the notes to AI assistants (MCP over stdio; read-only unless --allow-write)",
+        description="Sync the index, watch the folder, and serve the Model Context Protocol "
+        "on stdin/stdout for a client that starts this command (Claude Desktop, Claude Code, "
+        "Cursor, VS Code): tools search_notes, ask, read_note, list_notes, index_status, and "
+        "each note as a note:// resource.",
+    )
+    mcp.add_argument(
+        "--allow-write",
+        action="store_true",
+        help="add the tools add_note and delete_note (the HTTP API's rules; deleted notes go "
+        "to the trash)",
+    )
+    mcp.set_defaults(run=cmd_mcp)
+    _add_indexes_command(commands)
+    for command in commands.choices.values():  # `ask "…" --knowledge DIR` works too
+        _add_global_options(command, after_command=True)
+    return parser
+
+
+def _add_indexes_command(commands) -> None:
+    indexes = commands.add_parser(
+        "indexes",
+        help="list the indexes kept for the folders askmd was used on, or remove some",
+        description="List the indexes under ~/.local/share/askmd/ ($XDG_DATA_HOME/askmd): "
+        "each one's folder, whether it still exists, files, chunks, size on disk and last "
+        "use. 'indexes remove FOLDER' deletes a folder's index (never its notes); "
+        "'indexes remove --missing' those of folders that no longer exist.",
+    )
+    indexes.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"indexes_dir", "indexes": [{"folder", "exists", "files", "chunks", '
+        '"bytes", "last_used", "index_dir"}]}',
+    )
+    indexes.set_defaults(run=cmd_indexes, need_knowledge_dir=False)
+    actions = indexes.add_subparsers(dest="indexes_action", metavar="ACTION")
+    remove = actions.add_parser(
+        "remove",
+        help="delete the index of FOLDER, or of every folder that no longer exists",
+        description="Delete an index folder (the notes are never touched). An index another "
+        "askmd process is writing is left alone, with one line saying which.",
+    )
+    which = remove.add_mutually_exclusive_group(required=True)
+    which.add_argument(
+        "folder", nargs="?", metavar="FOLDER", help="the notes folder (or the index folder)"
+    )
+    which.add_argument("--missing", action="store_true", help="every index whose folder is gone")
+    remove.set_defaults(json=False)
+
+
+def main(argv: list[str] | None = None, prog: str = "rag.py") -> int:
+    args = build_parser(prog).parse_args(argv)
+    try:
+        overrides = {
+            "knowledge_dir": Path(args.knowledge) if args.knowledge else None,
+            "index_dir": Path(args.index_dir) if args.index_dir else None,
+            "top_k": getattr(args, "k", None),
+            "chunk_size": getattr(args, "size", None),
+            "chunk_overlap": getattr(args, "overlap", None),
+            "watch": False if getattr(args, "no_watch", False) else None,
+        }
+        settings = load_settings(
+            overrides=overrides,
+            need_knowledge_dir=getattr(args, "need_knowledge_dir", True),
+            warn=console.warning,
+        )
+        run = getattr(args, "run", cmd_repl)
+        if run is not cmd_chunk:  # an index holding another folder's notes is never wiped
+            rebuild = getattr(args, "rebuild", False)
+            index_home.check_owner(settings.index_dir, settings.knowledge_dir, rebuild)
+        return run(args, settings)
+    except AskmdError as exc:
+        if args.traceback:
+            raise
+        console.error(str(exc))
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,290 @@
+"""Whether passages say what a question asks, or what an answer claims.
+
+Search always finds *something*: the nearest passages to "What is the capital of
+Australia?" in a folder of plugin docs are still five passages. This module reads them
+again with absolute measures, not ranks: how close the question comes, in meaning, to a
+sentence or passage (cosine in the model that reads the question's language), and how
+much of the question's rarer words the passages hold. From these it decides whether the
+notes answer the question (`judge`), scores sentences for the extractive answer by
+meaning, and checks that a sentence citing [n] is supported by passage n (`supported`).
+
+It only reads: the embedder and the keyword statistics it is given. It never prints.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from askmd import embedding_models as models
+from askmd.query_translation import english_terms
+from askmd.terms import cjk_share, content_terms, has_cjk
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from askmd.embedder import Embedder
+    from askmd.retriever import Hit
+
+CJK_TEXT = 0.3  # share of CJK letters that makes a question or a passage Chinese/Japanese
+PASSAGES = 5  # the top passages read for the decision and the extractive answer
+MAX_SENTENCES = 80  # sentences embedded per question, best-ranked passages first
+SENTENCE_CHARS = 400  # a sentence is embedded from its start up to this many characters
+# Whether each top passage is embedded whole too (heading chain and text), beside its
+# sentences: off, since it took three to six times as long (five passages of up to 256
+# tokens against a few dozen short sentences) and the lines were measured without it.
+WHOLE_PASSAGES = False
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Where cosines say "this answers" for one way of reading: `line` is the similarity
+    at which an answer is as likely as not (confidence 0.5), `spread` how fast confidence
+    moves away from it."""
+
+    line: float
+    spread: float = 0.05
+
+
+# How a question is read: its script and its passages' (same: both Latin or both CJK;
+# cross: one of each). The lines were measured on the answer sets (bench/answers,
+# BENCHMARKS.md "Declining"): each declines about 3% of the answerable questions.
+# Cosines across languages run lower, hence their lower lines.
+ENGLISH = Calibration(0.40)  # MiniLM, a Latin-script question and passages
+CJK = Calibration(0.375)  # the multilingual model, a CJK question and CJK passages
+CJK_OF_ENGLISH = Calibration(0.21)  # ..., a CJK question about English passages
+ENGLISH_OF_CJK = Calibration(0.36)  # ..., a Latin-script question about CJK passages
+MIN_CONFIDENCE = 0.5
+# How much the coverage of the question's rarer words lifts a confidence below 1: an
+# identifier or name the model reads poorly, found word for word.
+COVERAGE_WEIGHT = 0.3
+
+
+def local_models(embedder: Embedder) -> tuple[Callable[[], Embedder], Callable[[], Embedder]]:
+    """The English and the multilingual reader for an index embedded by `embedder`: its
+    own instances where it runs those models, else local ones loaded when first read."""
+    primary = getattr(embedder, "primary", embedder)
+    companion = getattr(embedder, "companion_id", None)
+
+    def english() -> Embedder:
+        return primary if primary.id == models.MINILM.id else _local(models.MINILM.name)
+
+    def multilingual() -> Embedder:
+        if primary.id == models.USE.id:
+            return primary
+        if companion == models.USE.id:
+            return embedder.companion()  # type: ignore[attr-defined]
+        return _local(models.USE.name)
+
+    return english, multilingual
+
+
+@functools.cache
+def _local(name: str) -> Embedder:
+    from askmd.embedder import make_embedder
+
+    return make_embedder("local", name)
+
+
+MIN_CONFIDENCE = 0.5
+
+
+@dataclass
+class Verdict:
+    """Whether the passages answer the question, and what that rests on."""
+
+    answered: bool
+    confidence: float  # 0..1; answered when >= the threshold
+    similarity: float  # the best cosine of the question with a sentence or a passage
+    coverage: float  # idf-weighted share of the question's words the best passage holds
+    model: str  # the embedder whose cosines were read
+    # each sentence of the top passages and its cosine with the question, for the
+    # extractive answer (which then needs no second look)
+    sentences: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {
+            "answered": self.answered,
+            "confidence": round(self.confidence, 3),
+            "similarity": round(self.similarity, 3),
+            "coverage": round(self.coverage, 3),
+            "model": self.model,
+        }
+
+
+class Grounding:
+    """The measures above over one index: the models that read English and CJK text, and
+    the index's keyword statistics (`idf(terms, cjk)`).
+
+    The models are always the local ones the calibration was measured with (MiniLM for
+    English, the multilingual USE for Chinese and Japanese), whatever embeds the index:
+    a server's model has cosines on a scale of its own, so a threshold measured on ours
+    would mean nothing there. Where the index embeds with them, the same instances serve.
+    """
+
+    def __init__(
+        self,
+        english: Callable[[], Embedder],
+        multilingual: Callable[[], Embedder] | None,
+        idf: Callable[[list[str], bool | None], dict[str, float]],
+        min_confidence: float = MIN_CONFIDENCE,
+        sentences: Callable[[str], list[str]] | None = None,
+    ) -> None:
+        self.english = english
+        self.multilingual = multilingual
+        self.idf = idf
+        self.min_confidence = min_confidence
+        if sentences is None:
+            from askmd.answer import sentences
+        self.split = sentences
+
+    # --- reading in the right model ---------------------------------------------------
+
+    def reader(self, question: str, texts: Sequence[str] = ()) -> tuple[Embedder, Calibration]:
+        """The model that reads this question with these texts, and its calibration: the
+        multilingual one when either is mostly CJK (an English-only model's vectors of
+        Chinese text are noise)."""
+        asks_cjk = cjk_share(question) >= CJK_TEXT
+        says_cjk = bool(texts) and sum(cjk_share(t) >= CJK_TEXT for t in texts) * 2 > len(texts)
+        if (asks_cjk or says_cjk) and self.multilingual is not None:
+            if asks_cjk:
+                return self.multilingual(), CJK if says_cjk else CJK_OF_ENGLISH
+            return self.multilingual(), ENGLISH_OF_CJK
+        return self.english(), ENGLISH
+
+    def cosines(self, question: str, texts: Sequence[str], model: Embedder) -> np.ndarray:
+        """The cosine of the question with each text (vectors are unit length)."""
+        import numpy as np
+
+        if not texts:
+            return np.zeros(0, dtype=np.float32)
+        asked = model.embed_queries([question])[0]
+        return model.embed([t[:SENTENCE_CHARS] for t in texts]) @ asked
+
+    # --- does it answer? --------------------------------------------------------------
+
+    def judge(self, question: str, hits: Sequence[Hit]) -> Verdict:
+        """Read the top passages against the question; see `confidence`."""
+        top = list(hits[:PASSAGES])
+        if not top:
+            return Verdict(False, 0.0, 0.0, 0.0, "")
+        found: list[str] = []
+        for hit in top:
+            for sentence in self.split(hit.text):
+                if sentence not in found:
+                    found.append(sentence)
+        found = found[:MAX_SENTENCES]
+        passages = [_headed(hit) for hit in top] if WHOLE_PASSAGES else []
+        model, calibration = self.reader(question, [hit.text for hit in top])
+        scores = self.cosines(question, [*found, *passages], model)
+        by_sentence = {s: float(v) for s, v in zip(found, scores, strict=False)}
+        similarity = float(scores.max()) if len(scores) else 0.0
+        coverage = max(self.coverage(question, hit) for hit in top)
+        confidence = combined(similarity, coverage, calibration)
+        return Verdict(
+            confidence >= self.min_confidence,
+            confidence,
+            similarity,
+            coverage,
+            model.id,
+            by_sentence,
+        )
+
+    def coverage(self, question: str, hit: Hit) -> float:
+        """The idf-weighted share of the question's content words that a passage (with
+        its heading chain and file name) holds; a Chinese question's words count in
+        English too, for an English note."""
+        held = set(content_terms(f"{hit.source} {hit.heading_chain} {hit.text}"))
+        wanted = content_terms(question)
+        best = _share(wanted, held, self.idf(wanted, has_cjk(question) or None))
+        if has_cjk(question) and not has_cjk(hit.text):
+            english = english_terms(question)
+            best = max(best, _share(english, held, self.idf(english, False)))
+        return best
+
+    # --- is a claim supported? --------------------------------------------------------
+
+    def supports(self, claim: str, hit: Hit) -> bool:
+        """Whether passage `hit` says what the claim says (`supported` >= SUPPORTED)."""
+        return self.supported(claim, hit) >= SUPPORTED
+
+    def unsupported(self, claims: dict[int, list[str]], hits: Sequence[Hit]) -> list[int]:
+        """The numbers n (1-based into `hits`) cited for a claim that passage n does not
+        support: below the line on its own (`supported`), or said far better by another
+        of the passages (its best sentence ANOTHER_SAYS_IT more similar to the claim).
+        The second is the usual mistake of a model that read several passages on one
+        topic: the right fact, the neighbour's number. Each passage's sentences are
+        embedded once for all the claims."""
+        asked = [(n, c) for n, said in claims.items() for c in dict.fromkeys(said)]
+        if not asked or not hits:
+            return []
+        model, calibration = self.reader(asked[0][1], [h.text for h in hits])
+        line = Calibration(calibration.line + SUPPORT_MARGIN, calibration.spread)
+        owner: list[int] = []
+        texts: list[str] = []
+        for i, hit in enumerate(hits):
+            for sentence in [*self.split(hit.text)[:MAX_SENTENCES], _headed(hit)]:
+                owner.append(i)
+                texts.append(sentence[:SENTENCE_CHARS])
+        import numpy as np
+
+        vectors = model.embed(texts)
+        claimed = model.embed_queries([c for _, c in asked])
+        cosines = claimed @ vectors.T  # (claims, sentences)
+        found: list[int] = []
+        for row, (n, claim) in enumerate(asked):
+            if n in found:
+                continue
+            best = np.full(len(hits), -1.0)
+            for column, i in enumerate(owner):
+                best[i] = max(best[i], cosines[row, column])
+            own = float(best[n - 1])
+            others = max((float(v) for i, v in enumerate(best) if i != n - 1), default=-1.0)
+            alone = combined(own, self.coverage(claim, hits[n - 1]), line) < SUPPORTED
+            if alone or others - own > ANOTHER_SAYS_IT:
+                found.append(n)
+        return sorted(found, key=lambda n: list(claims).index(n))
+
+    def supported(self, claim: str, hit: Hit) -> float:
+        """How well passage `hit` supports one sentence of an answer, 0..1: its best
+        sentence's cosine with the claim, read against the model's calibration, together
+        with the share of the claim's words the passage holds (`combined`)."""
+        found = self.split(hit.text)[:MAX_SENTENCES] or [hit.text]
+        texts = [*found, _headed(hit)]
+        model, calibration = self.reader(claim, [hit.text])
+        similarity = float(self.cosines(claim, texts, model).max())
+        line = Calibration(calibration.line + SUPPORT_MARGIN, calibration.spread)
+        return combined(similarity, self.coverage(claim, hit), line)
+
+
+# A claim is a statement, not a question: its cosine with the sentence it restates runs
+# higher than a question's with its answer, so its line is this much above the
+# question's. Measured on right and wrong citations built from the answer sets
+# (bench/citations_bench.py, BENCHMARKS.md "Citation check").
+SUPPORT_MARGIN = 0.1
+SUPPORTED = 0.5
+# A cited passage whose best sentence is this much less similar to the claim than another
+# passage's does not support it: that other passage says it (bench/citations_bench.py).
+ANOTHER_SAYS_IT = 0.15
+
+
+def combined(similarity: float, coverage: float, calibration: Calibration) -> float:
+    """One confidence, 0..1: the similarity placed on the reading's calibrated scale (a
+    logistic curve, 0.5 at its line), raised by COVERAGE_WEIGHT of the question's rarer
+    words the passages hold, for the share of the way to 1 that meaning left."""
+    meaning = 1 / (1 + math.exp(-(similarity - calibration.line) / calibration.spread))
+    return max(0.0, min(1.0, meaning + coverage * (1 - meaning) * COVERAGE_WEIGHT))
+
+
+def _share(wanted: list[str], held: set[str], idf: dict[str, float]) -> float:
+    unique = set(wanted)
+    total = sum(idf.get(t, 0.0) for t in unique)
+    return sum(idf.get(t, 0.0) for t in unique if t in held) / total if total else 0.0
+
+
+def _headed(hit: Hit) -> str:
+    """A passage as its chunk was embedded: the heading chain, then the text."""
+    return f"{hit.heading_chain}\n{hit.text}" if hit.heading_chain else hit.text

@@ -1,0 +1,670 @@
+"""Find the chunks that answer a question: keyword (BM25) and dense search, blended.
+
+BM25 reads the postings the indexer keeps in the manifest (terms.py: words, identifiers
+whole and in parts, CJK bigrams); dense search asks Chroma for the nearest vectors. The
+two are blended on scaled scores, with a weight that depends on the query's script:
+keyword search is trusted more with Chinese. With a second vector space for CJK chunks
+(embedding_models.py), a CJK question searches that one, any other question both, their
+lists merged (`_merge`). Pieces of one section that overlap are
+collapsed to the best of them. It generates nothing, never
+prints, and reads settings only through its arguments.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import threading
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from askmd import embedding_models as models
+from askmd import identifiers, notes, query_translation, vault, windows
+from askmd.terms import cjk_share, content_terms
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from askmd.embedder import Embedder
+    from askmd.manifest import Manifest
+    from askmd.store import Store, Stored
+
+MIN_POOL = 100  # candidates asked of each retriever, at least; filters may thin them
+MODES = ("hybrid", "dense", "keyword")
+# While the vector store is being filled (keyword-first indexing), how hybrid ranks: see
+# `_partial`; chosen on SciFact and CMRC with the store 0-100% filled (BENCHMARKS.md).
+PARTIAL_RULES = ("keyword", "present", "alone", "neutral")
+PARTIAL = "keyword"
+CJK_QUERY = 0.3  # share of a query's letters that makes it a Chinese/Japanese query
+# The dense share of the blend (alpha) for (Latin-script, CJK) queries, per embedder: kept
+# with each model in embedding_models.MODELS, where the measurements are cited.
+ALPHA = {m.id: m.alpha for m in models.MODELS}
+ALPHA_UNMEASURED = models.UNMEASURED
+# A Latin-script question matches a CJK chunk by keyword only through the Latin words in
+# it (commands, options, paths), so in the blend such a match counts this share of its
+# scaled keyword score (see `_other_script`).
+OTHER_SCRIPT_KEYWORD = 0.5
+# A Chinese question's English translation counts at most this share of a match (0: not
+# searched), times the share of non-CJK chunks among the dense top TRANSLATED_BY
+# (`_translation`).
+TRANSLATED = 1.0
+TRANSLATED_BY = 10
+# When an English-only model ranks a Chinese question's dense side, it reads only the
+# translation, as it reads an English question: its dense share then moves from its CJK
+# share towards its Latin-script one by the translation's weight (`_translated_share`).
+TRANSLATED_SHARE = True
+# A Latin-script question's dense score of a chunk is the better of its cosine and its
+# best window's less WINDOW_MARGIN (windows.py), for every candidate either retriever
+# found (`_with_windows`). Without the margin SciFact's hit@5 fell 0.917 -> 0.903; with
+# 0.02 no SciFact figure is lower and the English hard third keeps most of its gain
+# (MRR@10 0.728 -> 0.787, against 0.806 without; BENCHMARKS.md).
+WINDOWS = True
+WINDOW_MARGIN = 0.02
+# A CJK question ranked by the multilingual model's vectors gets the same rule with that
+# model's windows (embedded by a run of their own, windows.own_run), over its dense
+# candidates: Chinese paraphrase set MRR@10 0.61 -> 0.65, its hard third 0.30 -> 0.37,
+# the CMRC subset's 0.976 -> 0.983 (BENCHMARKS.md). Its windows are shorter and their
+# best cosine runs higher, hence the larger margin (0.02 gained less on every set).
+CJK_WINDOWS = True
+CJK_WINDOW_MARGIN = 0.06
+# A query's rare identifier-shaped words (identifiers.py) put the chunks that hold them
+# word for word first: made-up and real identifier lookups (bench/identifiers_bench.py,
+# BENCHMARKS.md "Exact identifiers").
+EXACT_IDENTIFIERS = True
+# Embeds of embeds are followed this deep (A shows B's section, which shows C's...); a
+# cycle (A embeds B embeds A) ends sooner, at the first note already listed.
+EMBED_DEPTH = 3
+
+
+@dataclass(frozen=True)
+class Hit:
+    rank: int
+    score: float
+    chunk_id: str
+    source: str
+    heading_chain: str
+    line_start: int
+    line_end: int
+    text: str
+    page_start: int | None = None  # 1-based, for paged formats (PDF); else None
+    page_end: int | None = None
+    tags: tuple[str, ...] = ()  # the chunk's tags (front matter and inline), for /debug
+    # The notes that show this chunk's words through an embed (`![[Note#Heading]]`), with
+    # the line of the embed, nearest first: the words are cited where they are written
+    # (`source`), and these are the other places a reader sees them.
+    shown_in: tuple[tuple[str, int], ...] = ()
+
+    def to_json(self) -> dict:
+        found = {
+            "rank": self.rank,
+            "score": round(self.score, 4),
+            "source": self.source,
+            "heading_chain": self.heading_chain,
+            "line_start": self.line_start,
+            "line_end": self.line_end,
+            "page_start": self.page_start,
+            "page_end": self.page_end,
+            "chunk_id": self.chunk_id,
+            "text": self.text,
+        }
+        if self.shown_in:  # only where an embed shows it: most notes are embedded nowhere
+            found["shown_in"] = [{"source": s, "line": line} for s, line in self.shown_in]
+        return found
+
+
+def _page(value: object) -> int | None:
+    return None if value is None else int(value)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Optional limits on what a search may return."""
+
+    source: str = ""  # a glob on the path inside the knowledge folder, e.g. "guides/**"
+    heading_level: int = 0  # only chunks under a heading of this level or higher (1 = H1)
+    tags: tuple[str, ...] = ()  # only chunks with every one of these tags (or tags under them)
+
+    def allows(self, metadata: dict) -> bool:
+        if self.source and not notes.matches(str(metadata.get("source", "")), (self.source,)):
+            return False
+        if self.tags:
+            have = [t for t in str(metadata.get("tags", "")).split(",") if t]
+            if not all(vault.tag_matches(t, have) for t in self.tags):
+                return False
+        level = int(metadata.get("heading_level", 0) or 0)
+        return not self.heading_level or level <= self.heading_level
+
+
+class Ranked(list):
+    """Hits, best first, and which retriever ranked them ("hybrid", "keyword", "dense"):
+    a hybrid search is ranked by keyword alone while the vectors are still being stored."""
+
+    retriever: str = "hybrid"
+
+
+def _ranked(hits: list[Hit], retriever: str) -> Ranked:
+    ranked = Ranked(hits)
+    ranked.retriever = retriever
+    return ranked
+
+
+def is_cjk_query(query: str) -> bool:
+    return cjk_share(query) >= CJK_QUERY
+
+
+def has_words(query: str) -> bool:
+    """Whether the query has a letter or digit in any script. One of only punctuation,
+    symbols or emoji ("？？？") matches nothing: without this the dense side, min-max
+    scaled, would offer its nearest chunk at score 1.0 as if it answered."""
+    return any(ch.isalnum() for ch in query)
+
+
+def dense_share(query: str, embedder_id: str) -> float:
+    """How much the dense ranking counts in the blend for this query (0..1)."""
+    latin, cjk = ALPHA.get(embedder_id, ALPHA_UNMEASURED)
+    return cjk if is_cjk_query(query) else latin
+
+
+def search(
+    query: str,
+    embedder: Embedder,
+    store: Store,
+    manifest: Manifest,
+    k: int,
+    *,
+    mode: str = "hybrid",
+    filters: Filters | None = None,
+    partial: str | None = None,
+) -> Ranked:
+    """The k best chunks for the query, best first.
+
+    Hybrid: each retriever's scores are min-max scaled over its candidates, then blended,
+    `alpha * dense + (1 - alpha) * keyword`, with alpha from `dense_share` (a chunk one
+    retriever did not return gets 0 from it). Score blending beat reciprocal rank fusion
+    on both measured sets because it keeps *how much* better the first hit is. `score` is
+    the blend scaled to 0..1 (1: first in every retriever that returned anything); in
+    "dense" mode the cosine similarity, in "keyword" mode BM25 over the best BM25.
+
+    While the vector store is being filled, `partial` (default PARTIAL) says how hybrid
+    ranks; dense search never returns a chunk whose vector is not stored for its text.
+    """
+    if not has_words(query) or k <= 0:
+        return _ranked([], mode)
+    filters = filters or Filters()
+    filtered = filters != Filters()
+    pool = max(MIN_POOL, 4 * k) * (4 if filtered else 1)
+    filling = manifest.pending() > 0
+    rule = PARTIAL if partial is None else partial
+    if mode == "hybrid" and filling and (rule == "keyword" or not manifest.embedded()):
+        mode = "keyword"  # the vectors are not all stored yet: keyword ranking until done
+    dense: list[tuple[str, float]] = []
+    dense_by = embedder.id  # the model whose vectors ranked the dense candidates
+    vector = None  # the question's vector in embedder's space, when it was searched there
+    known: dict[str, Stored] = {}  # candidates whose text and metadata are already here
+    if mode in ("dense", "hybrid"):
+        # Unfiltered, only ids and distances: the few that make the top k are fetched later.
+        found, dense_by, vector, asked = _nearest(query, embedder, store, manifest, pool, filtered)
+        found = _usable(found, manifest, filling, filters if filtered else None)
+        dense = [(s.id, 1.0 - s.distance) for s in found]
+        known = {s.id: s for s in found} if filtered else {}
+        if CJK_WINDOWS and mode == "hybrid" and dense_by != embedder.id and is_cjk_query(query):
+            dense = _with_windows(dense, [], asked, dense_by, manifest, pool, CJK_WINDOW_MARGIN)
+    translation = None
+    if mode == "hybrid" and dense and is_cjk_query(query):
+        translation = _translation(query, _english_share(dense, manifest))
+    elif mode == "keyword" and is_cjk_query(query):  # no dense side to ask: the folder's mix
+        translation = _translation(query, manifest.non_cjk_share())
+    if translation is not None and mode == "hybrid":  # its vector, in the primary space
+        english, weight = translation
+        vector = embedder.embed_queries([" ".join(english)])[0]
+        found = store.nearest(vector, pool, content=filtered)
+        found = _usable(found, manifest, filling, filters if filtered else None)
+        known.update((s.id, s) for s in found if filtered)
+        dense = _joined(dense, [(s.id, 1.0 - s.distance) for s in found], weight)
+    if mode == "dense":
+        hits = _hits(_fetch(store, manifest, known, dense, k), k)
+        return _ranked(_located(hits, manifest), mode)
+    keyword = manifest.keyword(content_terms(query), pool, cjk=is_cjk_query(query))
+    if translation is not None:
+        english, weight = translation
+        keyword = _joined(keyword, manifest.keyword(english, pool, cjk=False), weight)
+    if filtered:  # filtering needs every candidate's metadata first
+        missing = [c for c, _ in keyword if c not in known]
+        known.update((s.id, s) for s in _stored(store, manifest, missing))
+        keyword = [(c, v) for c, v in keyword if c in known and filters.allows(known[c].metadata)]
+    if WINDOWS and dense_by == embedder.id and not is_cjk_query(query) and vector is not None:
+        dense = _with_windows(dense, keyword, vector, embedder.id, manifest, pool)
+    held = _holding(query, store, manifest, known, filters if filtered else None)
+    if mode == "keyword":
+        best = keyword[0][1] if keyword else 1.0
+        scored = _identifiers_first([(c, v / best) for c, v in keyword], held)
+        hits = _hits(_fetch(store, manifest, known, scored, k), k)
+        return _ranked(_located(hits, manifest), mode)
+    alpha = dense_share(query, dense_by)
+    if translation is not None and TRANSLATED_SHARE and models.english_only(dense_by):
+        alpha = _translated_share(dense_by, translation[1])
+    scaled_dense = _scaled(dense)
+    by_keyword = _other_script(query, dict(_scaled(keyword)), embedder, store, manifest, known)
+    without = set()
+    if filling:  # keyword candidates the store has no vector of yet
+        without = set(by_keyword) - manifest.with_vectors(list(by_keyword))
+    fused = _blend(scaled_dense, by_keyword, alpha, without, rule)
+    top = (alpha * bool(dense) + (1 - alpha) * bool(keyword)) or 1.0
+    # Ties go to keyword evidence: min-max gives the best dense candidate 1.0 however
+    # weak it is, so the one chunk holding a rare query word (1.0 by keyword, outside the
+    # dense pool) ties with it; a dense list of look-alikes ties with itself throughout.
+    ranked = sorted(
+        ((c, v / top) for c, v in fused.items()),
+        key=lambda item: (-item[1], -by_keyword.get(item[0], 0.0)),
+    )
+    ranked = _identifiers_first(ranked, held)
+    hits = _hits(_fetch(store, manifest, known, ranked, k), k)
+    return _ranked(_located(hits, manifest), "hybrid")
+
+
+def _holding(
+    query: str,
+    store: Store,
+    manifest: Manifest,
+    known: dict[str, Stored],
+    filters: Filters | None,
+) -> dict[str, int]:
+    """Chunk id -> how many of the query's rare identifiers (identifiers.py) it holds
+    word for word; only chunks the filters allow."""
+    if not EXACT_IDENTIFIERS:
+        return {}
+    wanted = identifiers.identifiers(query)
+    if not wanted:
+        return {}
+    counts, total = manifest.frequencies(wanted)
+    limit = identifiers.rare_limit(total)
+    held: dict[str, int] = {}
+    for term, n in counts.items():
+        if 0 < n <= limit:
+            for chunk, _ in manifest.keyword([term], n):
+                held[chunk] = held.get(chunk, 0) + 1
+    if filters is not None and held:
+        missing = [c for c in held if c not in known]
+        known.update((s.id, s) for s in _stored(store, manifest, missing))
+        held = {c: n for c, n in held.items() if c in known and filters.allows(known[c].metadata)}
+    return held
+
+
+def _identifiers_first(
+    ranked: list[tuple[str, float]], held: dict[str, int]
+) -> list[tuple[str, float]]:
+    """The ranking with the chunks that hold more of the query's rare identifiers first,
+    each group in its own order; held chunks neither retriever returned join at the end
+    of their group with score 0."""
+    if not held:
+        return ranked
+    present = {c for c, _ in ranked}
+    whole = ranked + [(c, 0.0) for c in held if c not in present]
+    order = {c: i for i, (c, _) in enumerate(whole)}
+    return sorted(whole, key=lambda item: (-held.get(item[0], 0), order[item[0]]))
+
+
+def _english_share(dense: list[tuple[str, float]], manifest: Manifest) -> float:
+    """The share of non-CJK chunks among the dense top TRANSLATED_BY."""
+    top = [c for c, _ in dense[:TRANSLATED_BY]]
+    return 1.0 - len(manifest.cjk_chunks(top)) / len(top)
+
+
+def _translation(query: str, english_share: float) -> tuple[list[str], float] | None:
+    """A Chinese question's words in English (query_translation) and how much they count:
+    TRANSLATED times the share of English in what the question meets (the dense top
+    TRANSLATED_BY; with keyword ranking alone, the whole folder), so the more the
+    meaning points at English notes, the more their words do; None when nothing near is
+    English (a folder of Chinese pages ranks as before) or no word translates. They are
+    searched by BM25 over the English chunks' statistics and, embedded, in the primary
+    model's space (English-only models read them where they cannot read the question).
+    Chinese questions about English notes: hit@5 0.36 -> 0.67 and MRR 0.22 -> 0.52 in a
+    mixed folder; one first place of 43 lost on Chinese pages (BENCHMARKS.md)."""
+    weight = TRANSLATED * english_share
+    if weight <= 0.0:
+        return None
+    english = query_translation.english_terms(query)
+    return (english, weight) if english else None
+
+
+def _translated_share(dense_by: str, weight: float) -> float:
+    """The dense share for a Chinese question whose dense side an English-only model ranked
+    with the translation's vector: CJK share + (Latin share - CJK share) x weight."""
+    latin, cjk = ALPHA.get(dense_by, ALPHA_UNMEASURED)
+    return cjk + (latin - cjk) * min(1.0, weight / TRANSLATED)
+
+
+def _joined(
+    first: list[tuple[str, float]], second: list[tuple[str, float]], weight: float
+) -> list[tuple[str, float]]:
+    """Two candidate lists on one scale, best first: each min-max scaled, the second's
+    scores times `weight`, and a chunk in both keeping its better score."""
+    merged = dict(_scaled(first))
+    for c, v in _scaled(second):
+        merged[c] = max(merged.get(c, 0.0), weight * v)
+    return sorted(merged.items(), key=lambda item: -item[1])
+
+
+def _usable(
+    found: list[Stored], manifest: Manifest, filling: bool, filters: Filters | None
+) -> list[Stored]:
+    """The dense candidates a search may use: while the store fills, only those whose
+    vector is of the current text (a file being re-indexed may still have its old ones);
+    with filters, only those they allow."""
+    if filling:
+        current = manifest.with_vectors([s.id for s in found])
+        found = [s for s in found if s.id in current]
+    return [s for s in found if filters is None or filters.allows(s.metadata)]
+
+
+def _other_script(
+    query: str,
+    by_keyword: dict[str, float],
+    embedder: Embedder,
+    store: Store,
+    manifest: Manifest,
+    known: dict[str, Stored],
+) -> dict[str, float]:
+    """Scaled keyword scores, those of CJK chunks discounted (OTHER_SCRIPT_KEYWORD) for a
+    Latin-script question in an index with CJK chunks (a second vector space). Such a
+    match is a shared command name, not the question's words, and it outranked the
+    multilingual vectors' better answer: on the English questions about Chinese pages,
+    hybrid hit@5 0.73 against dense's 0.91 (BENCHMARKS.md, "Chinese questions: query
+    words and the multilingual model"). English chunks keep their scores, so English
+    questions over English notes rank as before; `known` gets the candidates' texts."""
+    if OTHER_SCRIPT_KEYWORD == 1.0 or not by_keyword or is_cjk_query(query):
+        return by_keyword
+    if _side_space(embedder, store) is None:
+        return by_keyword
+    missing = [c for c in by_keyword if c not in known]
+    known.update((s.id, s) for s in _stored(store, manifest, missing))
+    return {
+        c: v * OTHER_SCRIPT_KEYWORD
+        if c in known and cjk_share(known[c].text) >= models.CJK_CHUNK
+        else v
+        for c, v in by_keyword.items()
+    }
+
+
+def _blend(
+    dense: list[tuple[str, float]],
+    keyword: dict[str, float],
+    alpha: float,
+    without: set[str],
+    rule: str,
+) -> dict[str, float]:
+    """`alpha * dense + (1 - alpha) * keyword` per chunk. A chunk with no vector yet
+    (`without`, while the store fills) gets, by `rule`: "present" 0 from dense, like a
+    chunk dense search did not return; "alone" its keyword score on the blend's whole
+    scale; "neutral" the median scaled dense score of the candidates."""
+    fused = {c: alpha * v for c, v in dense}
+    middle = statistics.median(v for _, v in dense) if dense and rule == "neutral" else 0.0
+    for c, v in keyword.items():
+        if c in without and rule == "alone":
+            fused[c] = v
+        elif c in without and rule == "neutral":
+            fused[c] = alpha * middle + (1 - alpha) * v
+        else:
+            fused[c] = fused.get(c, 0.0) + (1 - alpha) * v
+    return fused
+
+
+def _nearest(
+    query: str, embedder: Embedder, store: Store, manifest: Manifest, pool: int, content: bool
+) -> tuple[list[Stored], str, np.ndarray | None, np.ndarray]:
+    """The dense candidates, the id of the model whose vectors ranked them, the
+    question's vector in the primary model's space (None when it did not search there)
+    and in the ranking model's.
+
+    With a second, multilingual vector space (embedding_models.py), a CJK question
+    searches it alone (the English-only model's vectors of Chinese text are noise): it
+    holds every chunk of a folder with CJK notes, so the question reaches English notes
+    too. A Latin-script question searches both, the second for its CJK chunks only (its
+    English ones are the first model's, which reads English better), so it can reach a
+    Chinese note by meaning."""
+    side = _side_space(embedder, store)
+    cjk = is_cjk_query(query)
+    main = [] if side is not None and cjk else [(embedder, store)]
+    spaces = main + ([side] if side is not None else [])
+    wide = manifest.get("side_scope") == "all"
+    vectors = [e.embed_queries([query])[0] for e, _ in spaces]
+    lists = [
+        s.nearest(
+            vector,
+            pool,
+            where={"cjk": True} if s is not store and wide and not cjk else None,
+            content=content,
+        )
+        for (_, s), vector in zip(spaces, vectors, strict=True)
+    ]
+    return _merge(lists), spaces[0][0].id, vectors[0] if main else None, vectors[0]
+
+
+def _with_windows(
+    dense: list[tuple[str, float]],
+    keyword: list[tuple[str, float]],
+    vector: np.ndarray,
+    embedder_id: str,
+    manifest: Manifest,
+    pool: int,
+    margin: float | None = None,
+) -> list[tuple[str, float]]:
+    """The dense list with each candidate scored by the better of its cosine and its best
+    window's less `margin` (default WINDOW_MARGIN; windows.py), keyword candidates the
+    dense search missed included: a question that matches one sentence of a long section
+    finds it. English paraphrase set MRR@10 0.869 -> 0.907, its hard third 0.728 ->
+    0.787, SciFact not lower (BENCHMARKS.md). Chunks without windows in this model's
+    space (CJK text in MiniLM's, an index from before) keep their cosine."""
+    less = WINDOW_MARGIN if margin is None else margin
+    score = dict(dense)
+    ids = list(dict.fromkeys([*score, *(c for c, _ in keyword)]))
+    found = manifest.windows(windows.key(embedder_id), ids, len(vector))
+    if not found:
+        return dense
+    for chunk_id, cosine in windows.nearest(found, vector).items():
+        score[chunk_id] = max(score.get(chunk_id, 0.0), cosine - less)
+    return sorted(score.items(), key=lambda item: -item[1])[:pool]
+
+
+def _side_space(embedder: Embedder, store: Store) -> tuple[Embedder, Store] | None:
+    """The multilingual model and its collection, when this index has CJK chunks in one."""
+    side_id = getattr(embedder, "companion_id", None)
+    if not side_id:
+        return None
+    side = store.side(side_id)
+    if not side.open_existing() or side.count() == 0:
+        return None
+    return embedder.companion(), side
+
+
+def _merge(lists: list[list[Stored]]) -> list[Stored]:
+    """One dense ranking from the first list and the lists of other models, whose cosines
+    are not on one scale: each other list is shifted so its median candidate meets the
+    first list's median, and a chunk in two lists keeps its better score. So a chunk of
+    another space ranks high when it stands out from its own candidates as far. Chosen on
+    the cross-language questions (bench/multilingual_bench.py): with MiniLM and USE, dense
+    hit@5 1.00 and MRR 0.70, against 1.00 / 0.65 standardising by mean and spread, 0.91 /
+    0.69 comparing raw cosines, 0.91 / 0.72 for MiniLM alone."""
+    first = lists[0] if lists else []
+    if len(lists) < 2 or not first:
+        return [s for found in lists for s in found]
+    best: dict[str, Stored] = {s.id: s for s in first}
+    middle = statistics.median(s.distance for s in first)
+    for other in lists[1:]:
+        if not other:
+            continue
+        shift = middle - statistics.median(s.distance for s in other)
+        for s in other:
+            if s.id not in best or s.distance + shift < best[s.id].distance:
+                best[s.id] = replace(s, distance=s.distance + shift)
+    return sorted(best.values(), key=lambda s: s.distance)
+
+
+def _fetch(
+    store: Store,
+    manifest: Manifest,
+    known: dict[str, Stored],
+    ranked: list[tuple[str, float]],
+    k: int,
+) -> list[tuple[Stored, float]]:
+    """The chunks of the best-ranked ids, fetching only those that may make the top k (a
+    few spare for pieces the collapse drops), not the whole candidate pool."""
+    wanted = ranked[: 3 * k]
+    missing = [c for c, _ in wanted if c not in known]
+    if missing:
+        known.update((s.id, s) for s in _stored(store, manifest, missing))
+    return [(known[c], v) for c, v in wanted if c in known]
+
+
+def _stored(store: Store, manifest: Manifest, ids: list[str]) -> list[Stored]:
+    """Chunks by id, from the manifest, which holds every indexed chunk's text whether its
+    vector is stored yet or not; an index from older code keeps them only in the store.
+    An id the manifest does not have (a file deleted since) is left out."""
+    from askmd.store import Stored
+
+    if not manifest.vectors_kept():
+        return store.get(ids)
+    found = manifest.stored(ids)
+    return [Stored(i, found[i][0], found[i][1], 1.0) for i in ids if i in found]
+
+
+def _scaled(scored: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """Scores mapped onto 0..1 over the list (the best gets 1; a lone or tied list, all 1).
+
+    >>> _scaled([("a", 0.8), ("b", 0.5), ("c", 0.4)])
+    [('a', 1.0), ('b', 0.25), ('c', 0.0)]
+    """
+    if not scored:
+        return []
+    values = [v for _, v in scored]
+    low, high = min(values), max(values)
+    return [(c, (v - low) / (high - low) if high > low else 1.0) for c, v in scored]
+
+
+def _hits(scored: list[tuple[Stored, float]], k: int) -> list[Hit]:
+    """Hits from (chunk, score) best first, overlapping pieces of one section collapsed."""
+    kept: list[tuple[Stored, float]] = []
+    for s, score in scored:
+        if any(_overlaps(s.metadata, other.metadata) for other, _ in kept):
+            continue  # the better-ranked piece of the same section already stands for it
+        kept.append((s, score))
+        if len(kept) == k:
+            break
+    return [
+        Hit(
+            rank=rank,
+            score=score,
+            chunk_id=s.id,
+            source=str(s.metadata.get("source", "")),
+            heading_chain=str(s.metadata.get("heading_chain", "")),
+            line_start=int(s.metadata.get("line_start", 0)),
+            line_end=int(s.metadata.get("line_end", 0)),
+            text=s.text,
+            tags=tuple(t for t in str(s.metadata.get("tags", "")).split(",") if t),
+            page_start=_page(s.metadata.get("page_start")),
+            page_end=_page(s.metadata.get("page_end")),
+        )
+        for rank, (s, score) in enumerate(kept, start=1)
+    ]
+
+
+def _overlaps(a: dict, b: dict) -> bool:
+    """Two pieces of one section whose lines overlap (the chunker's overlap repeats text)."""
+    return (
+        a.get("source") == b.get("source")
+        and a.get("heading_chain") == b.get("heading_chain")
+        and int(a.get("line_start", 0)) <= int(b.get("line_end", 0))
+        and int(b.get("line_start", 0)) <= int(a.get("line_end", 0))
+    )
+
+
+# --- where embeds show a chunk ---------------------------------------------------------
+# An embedded section stays one set of chunks, in the note it is written in; the notes
+# that embed it are added to a hit as the places it is shown, at search time. Expanding
+# embeds into the embedding notes' text ranked no better (BENCHMARKS.md, "Embeds and
+# link-aware ranking") and would make every edit re-index the notes that embed it.
+
+_EMBEDS: dict[tuple[str, int], dict[str, list[tuple[str, str, int]]]] = {}
+_EMBEDS_LOCK = threading.Lock()
+
+
+def _embedded_by(manifest: Manifest) -> dict[str, list[tuple[str, str, int]]]:
+    """Indexed file -> the embeds of it: (heading, embedding note, line). Resolved once per
+    generation of the index, so an edit to either note is seen by the next search."""
+    key = (str(getattr(manifest, "path", id(manifest))), manifest.generation())
+    with _EMBEDS_LOCK:
+        found = _EMBEDS.get(key)
+    if found is not None:
+        return found
+    found = {}
+    rows = [row for row in manifest.links() if row[4]]
+    if rows:
+        resolver = vault.Resolver(manifest.files())
+        for source, target, heading, line, _ in rows:
+            to = resolver.resolve(target, source)
+            if to is not None and to != source:
+                found.setdefault(to, []).append((heading, source, line))
+    with _EMBEDS_LOCK:
+        if len(_EMBEDS) >= 8:  # older generations, mostly: a process searches one index or few
+            _EMBEDS.clear()
+        _EMBEDS[key] = found
+    return found
+
+
+def _located(hits: list[Hit], manifest: Manifest) -> list[Hit]:
+    """The hits with the notes that show them through embeds (`Hit.shown_in`)."""
+    embeds = _embedded_by(manifest) if hits else {}
+    if not embeds:
+        return hits
+    return [
+        replace(h, shown_in=_shown_in(manifest, embeds, h.source, h.heading_chain, h.text))
+        if h.source in embeds
+        else h
+        for h in hits
+    ]
+
+
+def _shown_in(
+    manifest: Manifest,
+    embeds: dict[str, list[tuple[str, str, int]]],
+    source: str,
+    chain: str,
+    text: str,
+) -> tuple[tuple[str, int], ...]:
+    """The notes that show these lines of `source`, following embeds of embeds up to
+    EMBED_DEPTH deep; each note once, so a cycle ends where it closes."""
+    found: list[tuple[str, int]] = []
+    seen = {source}
+    frontier = [(source, chain, text)]
+    for _ in range(EMBED_DEPTH):
+        following = []
+        for note, note_chain, note_text in frontier:
+            for heading, where, line in embeds.get(note, ()):
+                if where in seen or not _covers(heading, note_chain, note_text):
+                    continue
+                seen.add(where)
+                found.append((where, line))
+                if where in embeds:  # shown further only if that note is embedded too
+                    following.append((where, *_lines_at(manifest, where, line)))
+        frontier = following
+    return tuple(found)
+
+
+def _covers(heading: str, chain: str, text: str) -> bool:
+    """Whether an embed of `heading` ("" the whole note, "^id" a block, else a section,
+    `A#B` its subsection B) shows a chunk under `chain` with this verbatim text."""
+    if not heading:
+        return True
+    if heading.startswith("^"):
+        return re.search(rf"(?:^|\s)\^{re.escape(heading[1:])}[ \t]*$", text, re.M) is not None
+    wanted = heading.rsplit("#", 1)[-1].strip().lower()
+    return any(part.strip().lower() == wanted for part in chain.split(" > "))
+
+
+def _lines_at(manifest: Manifest, source: str, line: int) -> tuple[str, str]:
+    """The heading chain and text of the chunk of `source` holding file line `line`."""
+    for chunk in manifest.chunks_of([source]):
+        meta = chunk.metadata
+        if int(meta.get("line_start", 0)) <= line <= int(meta.get("line_end", 0)):
+            return str(meta.get("heading_chain", "")), chunk.text
+    return "", ""
