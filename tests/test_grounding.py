@@ -45,6 +45,13 @@ def index(tmp_path_factory: pytest.TempPathFactory):
     return synced_index(tmp_path_factory.mktemp("grounding"), NOTES)
 
 
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """NOTES as a folder the real program indexes once for the module (its index is
+    kept under the tests' data home and found again by the later runs)."""
+    return write_notes(tmp_path_factory.mktemp("cli") / "kb", NOTES)
+
+
 def ask(index, question: str):
     return index.ask(question, [], 5)
 
@@ -110,8 +117,7 @@ def test_the_threshold_is_a_setting(tmp_path: Path) -> None:
     assert ask(index, "What is the capital of Australia?").answered is True
 
 
-def test_ask_json_of_a_declined_question(run_rag, tmp_path: Path) -> None:
-    kb = write_notes(tmp_path / "kb", NOTES)
+def test_ask_json_of_a_declined_question(run_rag, kb: Path) -> None:
     result = run_rag("--knowledge", str(kb), "ask", "What is the capital of Australia?", "--json")
 
     assert result.returncode == 0, result.stderr
@@ -166,11 +172,10 @@ def test_the_neighbour_s_fact_cited_to_the_wrong_passage_is_flagged(index) -> No
     assert index.grounding().unsupported({metrics: [claim]}, hits) == []
 
 
-def ask_a_model(run_rag, tmp_path: Path, reply: str, question: str) -> tuple[dict, str, int]:
+def ask_a_model(run_rag, kb: Path, reply: str, question: str) -> tuple[dict, str, int]:
     """`ask QUESTION --json`, then `ask QUESTION`, with a scripted model that streams
     `reply` ({ports}: the number the prompt gave ops/ports.md): the JSON, what the
     terminal showed, and how many times the model was asked."""
-    kb = write_notes(tmp_path / "kb", NOTES)
     with OpenAIServer() as server:
         server.routes["/v1/chat/completions"] = lambda body: _reply(body, reply)
         env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "k", "ASKMD_LLM_MODEL": "m"}
@@ -181,12 +186,10 @@ def ask_a_model(run_rag, tmp_path: Path, reply: str, question: str) -> tuple[dic
     return json.loads(result.stdout), shown.stdout, len(asked)
 
 
-def test_ask_with_a_model_flags_a_wrong_citation_and_keeps_the_sentence(
-    run_rag, tmp_path: Path
-) -> None:
+def test_ask_with_a_model_flags_a_wrong_citation_and_keeps_the_sentence(run_rag, kb: Path) -> None:
     found, shown, _ = ask_a_model(
         run_rag,
-        tmp_path,
+        kb,
         "The API listens on port 8420 [{ports}]. The starter is fed daily [{ports}].",
         "Which port does the API listen on?",
     )
@@ -199,10 +202,10 @@ def test_ask_with_a_model_flags_a_wrong_citation_and_keeps_the_sentence(
     assert "(this passage does not say this)" in shown
 
 
-def test_ask_with_a_model_keeps_right_citations_unflagged(run_rag, tmp_path: Path) -> None:
+def test_ask_with_a_model_keeps_right_citations_unflagged(run_rag, kb: Path) -> None:
     found, shown, _ = ask_a_model(
         run_rag,
-        tmp_path,
+        kb,
         "The API listens on port 8420 [{ports}].",
         "Which port does the API listen on?",
     )
@@ -211,10 +214,10 @@ def test_ask_with_a_model_keeps_right_citations_unflagged(run_rag, tmp_path: Pat
     assert "does not say" not in shown
 
 
-def test_a_model_saying_the_notes_do_not_answer_is_not_answered(run_rag, tmp_path: Path) -> None:
+def test_a_model_saying_the_notes_do_not_answer_is_not_answered(run_rag, kb: Path) -> None:
     found, _, _ = ask_a_model(
         run_rag,
-        tmp_path,
+        kb,
         "The notes do not mention which TLS ciphers the API accepts [{ports}].",
         "Which TLS ciphers does the API port accept?",
     )
@@ -223,9 +226,9 @@ def test_a_model_saying_the_notes_do_not_answer_is_not_answered(run_rag, tmp_pat
     assert found["nearest"]
 
 
-def test_a_declined_question_is_not_sent_to_the_model(run_rag, tmp_path: Path) -> None:
+def test_a_declined_question_is_not_sent_to_the_model(run_rag, kb: Path) -> None:
     found, _, asked = ask_a_model(
-        run_rag, tmp_path, "Canberra [{ports}].", "What is the capital of Australia?"
+        run_rag, kb, "Canberra [{ports}].", "What is the capital of Australia?"
     )
     assert found["answered"] is False and found["answer"] == answer.DECLINED
     assert asked == 0
@@ -247,8 +250,7 @@ def _reply(body: dict, template: str) -> list[dict]:
 # --- eval --answers ----------------------------------------------------------------------------
 
 
-def test_eval_answers_reports_declines_and_gold_recall(run_rag, tmp_path: Path) -> None:
-    kb = write_notes(tmp_path / "kb", NOTES)
+def test_eval_answers_reports_declines_and_gold_recall(run_rag, kb: Path, tmp_path: Path) -> None:
     queries = tmp_path / "q.jsonl"
     lines = [
         {"id": "a1", "query": "Which port does the API listen on?",
@@ -278,8 +280,7 @@ def test_eval_answers_reports_declines_and_gold_recall(run_rag, tmp_path: Path) 
     assert shown.returncode == 0 and "declined" in shown.stdout
 
 
-def test_eval_answers_rejects_a_line_without_gold(run_rag, tmp_path: Path) -> None:
-    kb = write_notes(tmp_path / "kb", NOTES)
+def test_eval_answers_rejects_a_line_without_gold(run_rag, kb: Path, tmp_path: Path) -> None:
     queries = tmp_path / "q.jsonl"
     queries.write_text('{"id": "x", "query": "Which port?", "relevant": []}\n')
 
