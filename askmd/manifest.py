@@ -9,6 +9,7 @@ that describe an older state, which the next run repairs. It never talks to Chro
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import json
@@ -18,7 +19,7 @@ import sqlite3
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -475,10 +476,7 @@ class Manifest:
         unique = sorted(set(terms))
         if not unique or limit <= 0:
             return []
-        snapshot = not self.db.in_transaction  # one consistent view, however long it takes
-        if snapshot:
-            self.db.execute("BEGIN")
-        try:
+        with self._snapshot():
             count, average = self._collection(self._keyword_cache(), cjk)
             if not count:
                 return []
@@ -496,26 +494,30 @@ class Manifest:
                 self.db.execute(f"SELECT doc, chunk FROM documents WHERE doc IN ({marks})", docs)
             )
             return [(chunk_of[doc], score) for doc, score in top]
-        finally:
-            if snapshot:
-                self.db.execute("COMMIT")
 
     def frequencies(self, terms: list[str], cjk: bool | None = None) -> tuple[dict[str, int], int]:
         """How many chunks hold each term, and how many chunks there are (of the question's
         script, as `keyword` counts them): what makes a term rare, and its idf."""
         unique = sorted(set(terms))
-        snapshot = not self.db.in_transaction
-        if snapshot:
-            self.db.execute("BEGIN")
-        try:
+        with self._snapshot():
             count, _ = self._collection(self._keyword_cache(), cjk)
             if not unique or not count:
                 return dict.fromkeys(unique, 0), count
             found = packed_postings.postings(self.db, unique, self._field_columns())
             return {t: len(found[t]) if t in found else 0 for t in unique}, count
+
+    @contextlib.contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """One consistent view of the postings for a read, however long it takes (inside a
+        writer's transaction, that transaction's view)."""
+        if self.db.in_transaction:
+            yield
+            return
+        self.db.execute("BEGIN")
+        try:
+            yield
         finally:
-            if snapshot:
-                self.db.execute("COMMIT")
+            self.db.execute("COMMIT")
 
     def idf(self, terms: list[str], cjk: bool | None = None) -> dict[str, float]:
         """BM25's idf of each term over the indexed chunks (a term no chunk holds: the most)."""
