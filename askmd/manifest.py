@@ -18,6 +18,7 @@ import os
 import sqlite3
 import tempfile
 import time
+import weakref
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -207,10 +208,14 @@ class Manifest:
         self._fields: bool | None = None  # whether postings have field counts, once known
         if read_only:
             self.db = _open_read_only(path)
+            self._release = weakref.finalize(self, self.db.close)
             return
         prepare_index_dir(path.parent)
+        self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
+        # A connection and its statement cache hold each other (Python 3.11): left to the
+        # garbage collector, its three open files outlive the Manifest by minutes.
+        self._release = weakref.finalize(self, self.db.close)
         try:
-            self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             # A big page cache: recording a big folder inserts postings all over a B-tree of
@@ -227,13 +232,14 @@ class Manifest:
             self._add_field_columns()
             self._add_chunk_columns()
         except sqlite3.Error as exc:
+            self._release()
             raise AskmdError(
                 f"the index manifest {path} cannot be opened ({exc}). Delete the index "
                 "folder and run python rag.py index again."
             ) from None
 
     def close(self) -> None:
-        self.db.close()
+        self._release()
 
     def _has_script_column(self) -> bool:
         return any(row[1] == "cjk" for row in self.db.execute("PRAGMA table_info(documents)"))

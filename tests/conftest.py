@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -19,6 +20,33 @@ def clean_env(**extra: str) -> dict[str, str]:
     env["XDG_DATA_HOME"] = os.path.join(tempfile.gettempdir(), "askmd-tests-data")  # not ~
     env.update(COLUMNS="80", TERM="dumb", **extra)
     return env
+
+
+@pytest.fixture(autouse=True)
+def _stop_chroma_under_tmp_path(request: pytest.FixtureRequest):
+    """Chroma keeps every embedded system it opened in a class-level cache until it is
+    stopped, with its files, sockets and threads. A test that leaves a Store open in its
+    own tmp_path would hold them for the rest of the run, and a whole run then passes the
+    1,024 descriptors select() can watch. Module fixtures keep theirs (not under tmp_path)."""
+    yield
+    root = request.node.funcargs.get("tmp_path") if hasattr(request.node, "funcargs") else None
+    if root is None or "chromadb" not in sys.modules:
+        return
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    root = str(root)
+    stopped = 0
+    for identifier in list(SharedSystemClient._identifier_to_system):
+        if str(identifier).startswith(root):
+            system = SharedSystemClient._identifier_to_system.pop(identifier)
+            SharedSystemClient._identifier_to_refcount.pop(identifier, None)
+            try:
+                system.stop()
+            except Exception:  # noqa: BLE001 - the test is over; nothing to keep
+                pass
+            stopped += 1
+    if stopped:
+        gc.collect()  # the stopped system's files close when its objects (in cycles) go
 
 
 @pytest.fixture
