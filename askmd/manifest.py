@@ -208,13 +208,13 @@ class Manifest:
         self._fields: bool | None = None  # whether postings have field counts, once known
         if read_only:
             self.db = _open_read_only(path)
-            self._release = weakref.finalize(self, self.db.close)
+            self._release = _releaser(self, self.db)
             return
         prepare_index_dir(path.parent)
         self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
         # A connection and its statement cache hold each other (Python 3.11): left to the
         # garbage collector, its three open files outlive the Manifest by minutes.
-        self._release = weakref.finalize(self, self.db.close)
+        self._release = _releaser(self, self.db)
         try:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
@@ -232,14 +232,15 @@ class Manifest:
             self._add_field_columns()
             self._add_chunk_columns()
         except sqlite3.Error as exc:
-            self._release()
+            self.close()
             raise AskmdError(
                 f"the index manifest {path} cannot be opened ({exc}). Delete the index "
                 "folder and run python rag.py index again."
             ) from None
 
     def close(self) -> None:
-        self._release()
+        self._release.detach()
+        self.db.close()
 
     def _has_script_column(self) -> bool:
         return any(row[1] == "cjk" for row in self.db.execute("PRAGMA table_info(documents)"))
@@ -975,6 +976,19 @@ class _Transaction:
             raise DiskFull(
                 f"the disk holding the index ({self.folder}) is full: free some space and run again"
             ) from None
+
+
+def _releaser(owner: Manifest, db: sqlite3.Connection) -> weakref.finalize:
+    """Close `db` when `owner` is let go. Not at exit (the process's end closes it), and
+    quietly when the last reference goes in another thread than the one that opened it."""
+    release = weakref.finalize(owner, _close_quietly, db)
+    release.atexit = False
+    return release
+
+
+def _close_quietly(db: sqlite3.Connection) -> None:
+    with contextlib.suppress(sqlite3.ProgrammingError):
+        db.close()
 
 
 def _open_read_only(path: Path) -> sqlite3.Connection:

@@ -137,3 +137,26 @@ def test_a_manifest_let_go_without_close_releases_its_files_at_once(tmp_path: Pa
         assert not any(f.startswith(str(path)) for f in open_files())
     finally:
         gc.enable()
+
+
+def test_a_manifest_opened_in_a_thread_and_left_open_ends_the_process_quietly(
+    tmp_path: Path,
+) -> None:
+    """The release of a dropped Manifest must not print a traceback at exit when the
+    connection was opened by another thread (the MCP server's and the filler's)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import threading\n"
+        "from pathlib import Path\n"
+        "from askmd.manifest import Manifest\n"
+        "kept = []\n"
+        "t = threading.Thread(target=lambda: kept.append(Manifest(Path(r'{}'))))\n"
+        "t.start(); t.join()\n"
+        "dropped = []\n"
+        "t = threading.Thread(target=lambda: dropped.append(Manifest(Path(r'{}'))))\n"
+        "t.start(); t.join(); dropped.clear()\n"
+    ).format(tmp_path / "a.sqlite3", tmp_path / "b.sqlite3")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert (done.returncode, done.stderr) == (0, "")
