@@ -17,12 +17,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
-from askmd import vault
+from askmd.read import vault
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from askmd.notes import Note
+    from askmd.read.notes import Note
 
 # Bump when chunk boundaries or their search text change, so indexes built by older code
 # rebuild (from the embedding cache where a chunk's text is unchanged).

@@ -7,7 +7,7 @@ The command line itself lives in askmd/cli.py, so the installed `askmd` command 
 
 import sys
 
-from askmd.cli import main
+from askmd.interfaces.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

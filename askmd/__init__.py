@@ -1,9 +1,11 @@
 """askmd: ask questions about a folder of Markdown notes, with cited answers.
 
-The stages, in data-flow order: notes and readers read a file, the chunker (chunker.py at
-the top level) splits it, indexer/manifest/store keep the index, retriever searches it,
-answer and grounding write and check the reply, and cli, api, mcp_server and watcher face
-the user.
+The stages, in data-flow order, one folder each: `read` turns a file into a Note, the
+chunker (chunker.py at the repository's top level) splits it, `index` keeps postings and
+vectors in step with the folder, `search` ranks chunks for a question, `answer` writes and
+checks the reply, and `interfaces` face the user (CLI, REPL, HTTP, MCP, watcher).
+`pipeline.Index` wires them together; settings, errors, terms and wording are shared by all.
+See docs/architecture.md.
 """
 
 from askmd.version import __version__

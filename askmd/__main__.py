@@ -3,7 +3,7 @@
 import sys
 from pathlib import Path
 
-from askmd import cli
+from askmd.interfaces import cli
 
 
 def main() -> int:

@@ -26,16 +26,20 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from askmd import answer, grounding, index_home, indexer, notes, rerank, retriever, vault
-from askmd import manifest as manifest_file
+from askmd.answer import compose as answer
+from askmd.answer import grounding
 from askmd.errors import AskmdError, BadRequest, IndexReplaced
-from askmd.manifest import Manifest
-from askmd.rwlock import ReadWriteLock, WriterLock, file_lock, held_by_another_thread
+from askmd.index import index_home, indexer
+from askmd.index import manifest as manifest_file
+from askmd.index.manifest import Manifest
+from askmd.index.rwlock import ReadWriteLock, WriterLock, file_lock, held_by_another_thread
+from askmd.index.store import Store
+from askmd.read import notes, vault
+from askmd.search import rerank, retriever
 from askmd.settings import Settings
-from askmd.store import Store
 
 if TYPE_CHECKING:
-    from askmd.filler import Filler
+    from askmd.index.filler import Filler
 
 # A one-shot search or question stores up to this many missing vectors first (a minute or
 # so with the local model); more, and it answers by keyword at once and says so.
@@ -133,12 +137,12 @@ class Index:
         s = self.settings
         if not s.llm_configured:
             return None
-        from askmd.chat import Chat
+        from askmd.answer.chat import Chat
 
         url, key, model = s.openai_base_url, s.openai_api_key, s.llm_model
         max_tokens, extra_body = s.llm_max_tokens, None
         if s.local_model is not None:
-            from askmd import local_llm
+            from askmd.answer import local_llm
 
             with self.loading(f"loading {s.local_model.name} with llama.cpp"):
                 self.local_server = local_llm.start(
@@ -165,7 +169,7 @@ class Index:
     def embedder(self):
         # Loads onnxruntime: only when embedding. Paired with the multilingual model for
         # CJK chunks when the settings' model reads English only (embedding_models.py).
-        from askmd.embedder import make_paired
+        from askmd.index.embedder import make_paired
 
         s = self.settings
         return make_paired(
@@ -317,7 +321,7 @@ class Index:
         while searches rank by keyword; `on_error` hears once why it stopped, if it fails."""
         if self.read_only or self.filler is not None or not self.has_index():
             return
-        from askmd.filler import Filler
+        from askmd.index.filler import Filler
 
         self.filler = Filler(self, on_error)
         self.filler.start()
@@ -591,7 +595,7 @@ class Index:
         self.follow()
         m = self.manifest
         if self.filler is None:  # a REPL or server's, when one runs over this index
-            from askmd.filler import recorded
+            from askmd.index.filler import recorded
 
             stats["filler"] = recorded(m.get("filler"))
         stats.update(

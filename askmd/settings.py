@@ -19,8 +19,8 @@ from typing import Any
 
 from dotenv import dotenv_values
 
-from askmd import index_home
 from askmd.errors import AskmdError
+from askmd.index import index_home
 
 MIN_CHUNK_SIZE = 100
 MIN_TOKEN_CHARS = 16  # an API token short enough to guess is refused

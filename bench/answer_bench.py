@@ -28,8 +28,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from askmd import answer, cli  # noqa: E402
-from askmd.chat import Chat  # noqa: E402
+from askmd.answer import compose as answer  # noqa: E402
+from askmd.answer.chat import Chat  # noqa: E402
+from askmd.interfaces import cli  # noqa: E402
 from askmd.settings import load_settings  # noqa: E402
 
 QUESTIONS = [
@@ -137,7 +138,7 @@ def main() -> None:
     server.shutdown()
 
     if args.gguf:
-        from askmd import local_llm
+        from askmd.answer import local_llm
 
         started = time.perf_counter()
         local = local_llm.start(Path(args.gguf), threads=args.threads, context=4096)

@@ -25,7 +25,7 @@ sys.path[:0] = [
 ]
 
 import chunker  # noqa: E402
-from askmd import notes  # noqa: E402
+from askmd.read import notes  # noqa: E402
 from tests import invariants  # noqa: E402
 
 

@@ -20,7 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from askmd import evaluate, grounding  # noqa: E402
+from askmd import evaluate  # noqa: E402
+from askmd.answer import grounding  # noqa: E402
 from bench.answers_bench import SETS, SETS_DIR, open_index  # noqa: E402
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from askmd import store  # noqa: E402
+from askmd.index import store  # noqa: E402
 from askmd.pipeline import Index  # noqa: E402
 from askmd.settings import load_settings  # noqa: E402
 

@@ -83,7 +83,7 @@ def real(args) -> None:
     import shutil
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from askmd.embedder import LocalEmbedder, MultilingualEmbedder
+    from askmd.index.embedder import LocalEmbedder, MultilingualEmbedder
 
     work = Path(args.work)
     shutil.rmtree(work / "chroma", ignore_errors=True)

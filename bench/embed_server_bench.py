@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from askmd.embedder import OpenAIEmbedder  # noqa: E402
+from askmd.index.embedder import OpenAIEmbedder  # noqa: E402
 
 BATCH = 64
 DIMENSION = 64

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from multilingual_bench import POOL, files, load, open_mixed, print_table, scaled  # noqa: E402
 
-from askmd import query_translation as qt  # noqa: E402
+from askmd.search import query_translation as qt  # noqa: E402
 from askmd.terms import content_terms, terms  # noqa: E402
 
 SETS = (

@@ -31,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from multilingual_bench import files, print_table, scaled  # noqa: E402
 
-from askmd.embedder import MultilingualEmbedder  # noqa: E402
+from askmd.index.embedder import MultilingualEmbedder  # noqa: E402
 from askmd.pipeline import Index  # noqa: E402
-from askmd.retriever import MIN_POOL as POOL  # noqa: E402
+from askmd.search.retriever import MIN_POOL as POOL  # noqa: E402
 from askmd.settings import load_settings  # noqa: E402
 from askmd.terms import content_terms  # noqa: E402
 

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from multilingual_bench import load, open_mixed  # noqa: E402
 
-from askmd import answer  # noqa: E402
+from askmd.answer import compose as answer  # noqa: E402
 
 SETS = (
     ("EN (76)", "obsidian-en.jsonl", ("plain", "hard"), "en/"),

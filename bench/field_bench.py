@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from paraphrase_bench import DATA, ROWS, SETS_DIR, load_set, run  # noqa: E402
 
-from askmd import manifest  # noqa: E402
+from askmd.index import manifest  # noqa: E402
 from askmd.pipeline import Index  # noqa: E402
 from askmd.settings import load_settings  # noqa: E402
 

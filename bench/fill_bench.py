@@ -24,7 +24,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from fusion_bench import labelled_set  # noqa: E402
 
-from askmd import evaluate, retriever  # noqa: E402
+from askmd import evaluate  # noqa: E402
+from askmd.search import retriever  # noqa: E402
 
 FILLS = (0, 25, 50, 75, 100)
 

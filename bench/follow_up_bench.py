@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from askmd import answer  # noqa: E402
+from askmd.answer import compose as answer  # noqa: E402
 from askmd.pipeline import Index  # noqa: E402
 from askmd.settings import Settings  # noqa: E402
 from askmd.terms import content_terms  # noqa: E402

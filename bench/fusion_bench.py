@@ -24,7 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from askmd import cli, evaluate  # noqa: E402
+from askmd import evaluate  # noqa: E402
+from askmd.interfaces import cli  # noqa: E402
 from askmd.settings import load_settings  # noqa: E402
 
 POOL = 100

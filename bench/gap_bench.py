@@ -30,8 +30,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 from paraphrase_bench import DATA, ROWS, SETS_DIR, load_set  # noqa: E402
 
 import chunker  # noqa: E402
-from askmd import evaluate, notes, retriever  # noqa: E402
+from askmd import evaluate  # noqa: E402
 from askmd.pipeline import Index  # noqa: E402
+from askmd.read import notes  # noqa: E402
+from askmd.search import retriever  # noqa: E402
 from askmd.settings import load_settings  # noqa: E402
 from askmd.terms import content_terms  # noqa: E402
 

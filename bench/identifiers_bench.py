@@ -26,8 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from askmd import identifiers, retriever  # noqa: E402
 from askmd.pipeline import Index  # noqa: E402
+from askmd.search import identifiers, retriever  # noqa: E402
 from askmd.settings import load_settings  # noqa: E402
 
 VAULT = ROOT.parent / "shared" / "data" / "obsidian-dev-docs" / "en"

@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import chunker  # noqa: E402
-from askmd import notes  # noqa: E402
-from askmd.embedder import LocalEmbedder  # noqa: E402
+from askmd.index.embedder import LocalEmbedder  # noqa: E402
+from askmd.read import notes  # noqa: E402
 from askmd.settings import Settings  # noqa: E402
 
 
@@ -113,7 +113,7 @@ def main() -> None:
         )
 
         sys.argv = [sys.argv[0]]
-        from askmd import cli
+        from askmd.interfaces import cli
 
         index = cli.Index(Settings(knowledge_dir=kb, index_dir=ix))
         queries = [

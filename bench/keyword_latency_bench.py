@@ -30,9 +30,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import chunker  # noqa: E402
-from askmd import index_home, indexer, notes  # noqa: E402
-from askmd.manifest import MANIFEST, FileRecord, Manifest, chunk_row  # noqa: E402
-from askmd.retriever import MIN_POOL, is_cjk_query  # noqa: E402
+from askmd.index import index_home, indexer  # noqa: E402
+from askmd.index.manifest import MANIFEST, FileRecord, Manifest, chunk_row  # noqa: E402
+from askmd.read import notes  # noqa: E402
+from askmd.search.retriever import MIN_POOL, is_cjk_query  # noqa: E402
 from askmd.settings import load_settings  # noqa: E402
 from askmd.terms import content_terms  # noqa: E402
 

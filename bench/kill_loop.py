@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from askmd.manifest import Manifest  # noqa: E402
+from askmd.index.manifest import Manifest  # noqa: E402
 
 QUERY = "what is the maximum upload size?"
 

@@ -29,7 +29,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from gap_bench import files, fuse, metrics, open_built  # noqa: E402
 from paraphrase_bench import DATA, OBSIDIAN, ROWS, SETS_DIR, load_set  # noqa: E402
 
-from askmd import retriever, vault  # noqa: E402
+from askmd.read import vault  # noqa: E402
+from askmd.search import retriever  # noqa: E402
 
 POOL = 100
 MD_LINK = re.compile(r"(?<!!)\[[^\]\n]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")

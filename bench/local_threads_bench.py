@@ -15,9 +15,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from askmd import answer, local_llm  # noqa: E402
-from askmd.chat import Chat  # noqa: E402
-from askmd.retriever import Hit  # noqa: E402
+from askmd.answer import compose as answer  # noqa: E402
+from askmd.answer import local_llm
+from askmd.answer.chat import Chat  # noqa: E402
+from askmd.search.retriever import Hit  # noqa: E402
 
 SOURCE = Hit(1, 1.0, "c1", "ports.md", "Ports", 1, 4, "The API listens on port 8420.")
 

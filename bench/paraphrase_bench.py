@@ -24,8 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from askmd import evaluate, retriever  # noqa: E402
+from askmd import evaluate  # noqa: E402
 from askmd.pipeline import Index  # noqa: E402
+from askmd.search import retriever  # noqa: E402
 from askmd.settings import load_settings  # noqa: E402
 
 SETS_DIR = ROOT / "bench" / "paraphrase"

@@ -30,7 +30,7 @@ from multilingual_bench import load, open_mixed, print_table  # noqa: E402
 from zh_search_bench import _hybrid  # noqa: E402
 from zh_to_en_bench import SETS, SHIPPED_ONLY  # noqa: E402
 
-from askmd import embedder  # noqa: E402
+from askmd.index import embedder  # noqa: E402
 
 ASKING = re.compile(
     r"(请问|我想要|我想|想要|想|怎么办|怎么样|怎么|怎样|如何|能不能|能否|可不可以|可以|有没有"

@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from fusion_bench import POOL, files_of, labelled_set, metrics  # noqa: E402
 
-from askmd import retriever  # noqa: E402
+from askmd.search import retriever  # noqa: E402
 from askmd.terms import content_terms  # noqa: E402
 
 

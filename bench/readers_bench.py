@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import chunker  # noqa: E402
-from askmd import notes, readers  # noqa: E402
+from askmd.read import notes, readers  # noqa: E402
 
 
 def pick(folder: Path, n: int, seed: int) -> list[tuple[str, str]]:

@@ -68,7 +68,7 @@ def rag(*args: str) -> dict:
 
 def page_check(folder: Path, index: Path, queries: list[dict]) -> tuple[int, int]:
     """(hits whose page_start holds the start of their text, hits looked at)."""
-    from askmd import readers
+    from askmd.read import readers
 
     good = total = 0
     for q in queries:

@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from multilingual_bench import files, print_table  # noqa: E402
 
-from askmd import rerank  # noqa: E402
 from askmd.pipeline import Index  # noqa: E402
+from askmd.search import rerank  # noqa: E402
 from askmd.settings import load_settings  # noqa: E402
 
 

@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from multilingual_bench import load, open_mixed  # noqa: E402
 from zh_search_bench import _time  # noqa: E402
 
-from askmd import embedder  # noqa: E402
+from askmd.index import embedder  # noqa: E402
 from askmd.pipeline import Index  # noqa: E402
-from askmd.retriever import is_cjk_query  # noqa: E402
+from askmd.search.retriever import is_cjk_query  # noqa: E402
 from askmd.settings import load_settings  # noqa: E402
 
 VARIANTS = ("always", "during runs", "off")

@@ -43,7 +43,7 @@ sys.path.insert(0, {root!r})
 from pathlib import Path
 from askmd.pipeline import Index
 from askmd.settings import Settings
-from askmd.watcher import Watcher
+from askmd.interfaces.watcher import Watcher
 index = Index(Settings(knowledge_dir=Path({kb!r}), index_dir=Path({ix!r}), watch_poll={poll}))
 def show(change):
     print(json.dumps(change.to_json()), flush=True)

@@ -32,8 +32,9 @@ from adaptive_share_bench import collect  # noqa: E402
 from gap_bench import files, fuse, metrics, scaled  # noqa: E402
 
 import chunker  # noqa: E402
-from askmd import notes, windows  # noqa: E402
-from askmd.embedder import make_embedder  # noqa: E402
+from askmd.index import windows  # noqa: E402
+from askmd.index.embedder import make_embedder  # noqa: E402
+from askmd.read import notes
 from askmd.settings import Settings  # noqa: E402
 
 

@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from multilingual_bench import files, load, open_mixed, print_table  # noqa: E402
 from zh_to_en_bench import SETS  # noqa: E402
 
-from askmd import retriever  # noqa: E402
-from askmd.retriever import is_cjk_query  # noqa: E402
+from askmd.search import retriever  # noqa: E402
+from askmd.search.retriever import is_cjk_query  # noqa: E402
 
 
 def main() -> None:

@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from multilingual_bench import files, load, score  # noqa: E402
 
-from askmd.embedder import E5_MODEL, MULTILINGUAL_MODEL, make_embedder  # noqa: E402
-from askmd.manifest import MANIFEST, Manifest  # noqa: E402
+from askmd.index.embedder import E5_MODEL, MULTILINGUAL_MODEL, make_embedder  # noqa: E402
+from askmd.index.manifest import MANIFEST, Manifest  # noqa: E402
 
 
 def main() -> None:

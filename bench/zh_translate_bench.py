@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import zh_to_en_bench  # noqa: E402
 from multilingual_bench import POOL, files, load, open_mixed, print_table, scaled  # noqa: E402
 
-from askmd import query_translation  # noqa: E402
+from askmd.search import query_translation  # noqa: E402
 from askmd.terms import content_terms  # noqa: E402
 
 SETS = zh_to_en_bench.SETS  # the Chinese question sets of the mixed folder

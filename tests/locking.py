@@ -13,7 +13,7 @@ from tests.conftest import ROOT, clean_env
 HOLD = """
 import sys, time
 from pathlib import Path
-from askmd import rwlock
+from askmd.index import rwlock
 with rwlock.file_lock(Path(sys.argv[1])):
     print("locked", flush=True)
     time.sleep(float(sys.argv[2]))

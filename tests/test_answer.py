@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from askmd import answer
-from askmd.answer import CitationCheck, Reference, Turn, check_citations
-from askmd.retriever import Hit
+from askmd.answer import compose as answer
+from askmd.answer.compose import CitationCheck, Reference, Turn, check_citations
+from askmd.search.retriever import Hit
 from tests.conftest import ASK_JSON_FIELDS
 
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from askmd.answer import ENABLE_GENERATION, REWRITE_PROMPT, SYSTEM_PROMPT
-from askmd.chat import Chat
+from askmd.answer.chat import Chat
+from askmd.answer.compose import ENABLE_GENERATION, REWRITE_PROMPT, SYSTEM_PROMPT
 from askmd.errors import AskmdError
 from tests.conftest import ASK_JSON_FIELDS, NOTES, ROOT, clean_env, write_notes
 from tests.openai_server import OpenAIServer, Request
@@ -886,7 +886,7 @@ ASKED = [{"role": "user", "content": "Sources: none\n\nQuestion: What port?"}]
 
 
 def test_a_streamed_answer_that_repeats_itself_is_stopped(server: OpenAIServer) -> None:
-    from askmd.chat import REPEATING
+    from askmd.answer.chat import REPEATING
     from tests.openai_server import ChatScript
 
     script = ChatScript(["The notes say the port is 8420. "] + ["It is the port. "] * 400)
@@ -898,7 +898,7 @@ def test_a_streamed_answer_that_repeats_itself_is_stopped(server: OpenAIServer) 
 
 
 def test_a_loop_of_short_pieces_is_caught_across_pieces(server: OpenAIServer) -> None:
-    from askmd.chat import REPEATING
+    from askmd.answer.chat import REPEATING
 
     reply_with(server, "Answer: " + "the sky is blue and " * 200, size=3)
     got = list(chat_for(server).stream(USER))

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from askmd.manifest import Manifest
+from askmd.index.manifest import Manifest
 from askmd.pipeline import Index
 from askmd.settings import load_settings
 from askmd.terms import content_terms

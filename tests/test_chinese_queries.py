@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from askmd import embedding_models as models
-from askmd import retriever
+from askmd.index import embedding_models as models
 from askmd.pipeline import Index
+from askmd.search import retriever
 from tests.conftest import synced_index
 
 if not models.installed(models.CJK_MODEL):

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from askmd import index_home
-from askmd import store as store_module
 from askmd.errors import IndexBusy
+from askmd.index import index_home
+from askmd.index import store as store_module
+from askmd.index.store import Lease, Store
 from askmd.settings import load_settings
-from askmd.store import Lease, Store
 
 from .conftest import NOTES, write_notes
 

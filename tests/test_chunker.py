@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import chunker
-from askmd import notes
+from askmd.read import notes
 from tests import invariants
 
 KNOWLEDGE = Path(__file__).resolve().parent.parent / "knowledge"

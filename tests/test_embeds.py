@@ -3,7 +3,8 @@ they are shown (`Hit.shown_in`), cycles and chains bounded, edits seen by the ne
 
 import pytest
 
-from askmd import console, evaluate, pipeline
+from askmd import evaluate, pipeline
+from askmd.interfaces import console
 from askmd.settings import load_settings
 from tests.conftest import write_notes
 

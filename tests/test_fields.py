@@ -9,8 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from askmd import manifest, notes
-from askmd.manifest import FileRecord, Manifest, chunk_row
+from askmd.index import manifest
+from askmd.index.manifest import FileRecord, Manifest, chunk_row
+from askmd.read import notes
 from askmd.terms import content_terms
 from tests.conftest import ROOT, clean_env, write_notes
 

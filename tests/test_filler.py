@@ -37,7 +37,7 @@ def _stats(term: Term) -> dict[str, str]:
 def start_repl(tmp_path: Path):
     if pexpect is None or not hasattr(pexpect, "spawn"):
         missing("pexpect (with pty support) is not installed")
-    from askmd.embedding_models import CJK_MODEL, installed
+    from askmd.index.embedding_models import CJK_MODEL, installed
 
     if not installed(CJK_MODEL):
         missing("the multilingual model is not installed (requirements-multilingual.txt)")
@@ -118,7 +118,7 @@ def _wait(condition, seconds: float = 20) -> None:
 def test_a_failure_the_filler_did_not_expect_is_said_once_and_it_goes_on(tmp_path: Path) -> None:
     """The manifest's embedding cache refuses writes for a while (sqlite3 fails, not
     askmd): one line, no traceback, and the filling goes on once it takes them again."""
-    from askmd.manifest import MANIFEST
+    from askmd.index.manifest import MANIFEST
     from askmd.pipeline import Index
     from askmd.settings import load_settings
     from tests.openai_server import OpenAIServer
@@ -190,7 +190,7 @@ def test_the_multilingual_vectors_are_named_while_they_are_stored(tmp_path: Path
     named with its count, not a still screen."""
     if pexpect is None or not hasattr(pexpect, "spawn"):
         missing("pexpect (with pty support) is not installed")
-    from askmd.embedding_models import CJK_MODEL, installed
+    from askmd.index.embedding_models import CJK_MODEL, installed
 
     if not installed(CJK_MODEL):
         missing("the multilingual model is not installed (requirements-multilingual.txt)")

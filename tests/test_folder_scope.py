@@ -134,7 +134,7 @@ def test_find_names_the_unreadable_folder(tmp_path: Path) -> None:
     (kb / "locked").chmod(0)
     try:
         code = (
-            "import json, sys, pathlib; from askmd import notes; "
+            "import json, sys, pathlib; from askmd.read import notes; "
             "print(json.dumps(notes.find(pathlib.Path(sys.argv[1]), ('*.md',)), default=vars))"
         )
         result = as_unprivileged(ROOT, "-c", code, str(kb))

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from askmd import answer, grounding
+from askmd.answer import compose as answer
+from askmd.answer import grounding
 from tests.conftest import ASK_JSON_FIELDS, synced_index, write_notes
 from tests.openai_server import OpenAIServer
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from askmd import identifiers, retriever
+from askmd.search import identifiers, retriever
 from tests.conftest import synced_index
 
 CODE = "\n".join(f"    value_{i} = compute(value_{i - 1}, factor={i})" for i in range(1, 40))

@@ -10,8 +10,8 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from askmd import index_home
 from askmd.errors import AskmdError
+from askmd.index import index_home
 from askmd.settings import Settings, load_settings
 from tests.conftest import ROOT, clean_env, write_notes
 

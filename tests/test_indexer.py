@@ -16,12 +16,13 @@ from pathlib import Path
 import pytest
 
 import chunker
-from askmd import indexer, notes
-from askmd.embedder import OpenAIEmbedder, make_embedder
 from askmd.errors import AskmdError
-from askmd.manifest import Manifest
+from askmd.index import indexer
+from askmd.index.embedder import OpenAIEmbedder, make_embedder
+from askmd.index.manifest import Manifest
+from askmd.index.store import Store
+from askmd.read import notes
 from askmd.settings import Settings
-from askmd.store import Store
 from tests.conftest import ROOT, clean_env, synced_index
 from tests.locking import lock_held
 from tests.openai_server import OpenAIServer
@@ -474,7 +475,7 @@ def test_an_index_holding_identical_vectors_keeps_them_apart_at_its_next_sync(
     """An index made by older code, which stored copies as identical vectors, is rebuilt
     once at its next sync, every vector from the embedding cache (updating the vectors in
     place leaves HNSW's links as they were: the graph stays cut)."""
-    from askmd import store
+    from askmd.index import store
 
     notes = {f"daily/{day:03d}.md": TEMPLATE for day in range(200)}
     notes["garden.md"] = "# Garden\n\nWater tomatoes in the morning, before the heat.\n"
@@ -503,7 +504,7 @@ def test_an_index_holding_a_notes_repeats_drops_them_at_its_next_sync(
 ) -> None:
     """An index made by older code, which stored every repeat, is mended without a
     rebuild: the notes holding repeats are recorded again, once."""
-    from askmd import prepare
+    from askmd.index import prepare
 
     notes = {
         "big.md": "# Big\n\n" + "A sentence about nothing in particular. " * 60000,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pexpect
 
-from askmd import index_home
+from askmd.index import index_home
 from tests.conftest import ROOT, clean_env, write_notes
 from tests.test_repl_pty import Term
 
@@ -155,7 +155,7 @@ def test_indexes_remove_refuses_an_index_another_process_is_writing(run_rag, tmp
     ix = index_home.default_index_dir(a, data_env(tmp_path))
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys, time; from pathlib import Path; from askmd.rwlock import file_lock\n"
+         "import sys, time; from pathlib import Path; from askmd.index.rwlock import file_lock\n"
          "with file_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(60)",
          str(ix)],
         cwd=ROOT, stdout=subprocess.PIPE, text=True,

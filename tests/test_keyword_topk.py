@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 import chunker
-from askmd import packed_postings
-from askmd.manifest import ChunkRow, FileRecord, Manifest, chunk_row
+from askmd.index import packed_postings
+from askmd.index.manifest import ChunkRow, FileRecord, Manifest, chunk_row
 from tests.conftest import ROOT, clean_env, write_notes
 
 SKIP = {".venv", ".git", "__pycache__", "node_modules", ".pytest_cache", ".ruff_cache"}
@@ -289,9 +289,9 @@ def test_a_packing_killed_midway_leaves_the_last_one_whole(
     before = (packed_postings.upto(index.db), packed_terms(index))
     index.close()
     script = (
-        f"import sys; sys.path.insert(0, {str(ROOT)!r}); from askmd import packed_postings; "
+        f"import sys; sys.path.insert(0, {str(ROOT)!r}); from askmd.index import packed_postings; "
         "packed_postings.PACK_DF = 1; from pathlib import Path; "
-        "from askmd.manifest import Manifest; "
+        "from askmd.index.manifest import Manifest; "
         f"m = Manifest(Path({str(path)!r})); print('packing', flush=True); m.pack(); "
         "print('done', flush=True)"
     )

@@ -19,10 +19,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from askmd import answer, local_llm
-from askmd.chat import Chat
+from askmd.answer import compose as answer
+from askmd.answer import local_llm
+from askmd.answer.chat import Chat
 from askmd.errors import AskmdError
-from askmd.retriever import Hit
+from askmd.search.retriever import Hit
 from tests.conftest import NOTES, clean_env, index_once, write_notes
 from tests.openai_server import OpenAIServer
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from askmd.manifest import ChunkRow, FileRecord, Manifest
+from askmd.index.manifest import ChunkRow, FileRecord, Manifest
 from askmd.terms import content_terms
 
 CHINESE = {

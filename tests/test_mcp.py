@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
 
-from askmd import mcp_server, pipeline, version
+from askmd import pipeline, version
+from askmd.interfaces import mcp_server
 from askmd.settings import load_settings
 from tests.conftest import NOTES, ROOT, clean_env, index_once, write_notes
 from tests.openai_server import ChatScript, OpenAIServer

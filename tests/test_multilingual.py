@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from askmd import embedding_models as models
-from askmd import windows
+from askmd.index import embedding_models as models
+from askmd.index import windows
 from askmd.pipeline import Index
 from askmd.settings import load_settings
 from askmd.terms import content_terms

@@ -5,7 +5,7 @@ import json
 import pytest
 
 import chunker
-from askmd import notes, vault
+from askmd.read import notes, vault
 from tests.conftest import write_notes
 
 UUID = "6571a3b0-1234-4abc-8def-0123456789ab"

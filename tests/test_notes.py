@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from askmd import notes
-from askmd.notes import Note
+from askmd.read import notes
+from askmd.read.notes import Note
 from askmd.settings import Settings
 
 DEFAULT_INCLUDE = ("*.md", "*.markdown")

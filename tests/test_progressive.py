@@ -271,7 +271,7 @@ def test_notes_prepared_in_worker_processes_are_recorded_as_in_this_one(
     """A big cold sync prepares notes in workers; the manifest must not tell which way."""
     import sqlite3
 
-    from askmd import prepare
+    from askmd.index import prepare
     from askmd.pipeline import Index
     from askmd.settings import load_settings
 

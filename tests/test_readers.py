@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from askmd import notes, readers
+from askmd.read import notes, readers
 from chunker import split_note
 from tests.conftest import ROOT, missing, write_notes
 
@@ -202,7 +202,7 @@ turning the pedals backwards.</p><h3>Storage</h3><p>Keep the bike dry.</p></body
 
 
 def test_pdf_wrapped_lines_are_sentences_and_big_type_is_headings(tmp_path: Path) -> None:
-    from askmd.answer import sentences
+    from askmd.answer.compose import sentences
 
     note = read(chromium_pdf(BIKE_HTML, tmp_path / "bike.pdf", outline=False))
     lines = note.text.split("\n")
@@ -290,7 +290,7 @@ def test_a_zip_whose_headers_lie_about_its_sizes_is_refused_in_bounded_memory(
     zip says, so the read stops at once (zipfile inflated it all before its CRC check)."""
     bomb = lying_zip_bomb(tmp_path / "liar.docx", 300)
     probe = (
-        "import re, sys; sys.path.insert(0, sys.argv[2]); from askmd import notes\n"
+        "import re, sys; sys.path.insert(0, sys.argv[2]); from askmd.read import notes\n"
         "from pathlib import Path\n"
         "try: notes.read(Path(sys.argv[1]).parent, 'liar.docx', 10 << 20)\n"
         "except notes.Unreadable as e: print(e)\n"
@@ -312,7 +312,7 @@ def test_a_2000_page_pdf_is_read_in_bounded_memory(tmp_path: Path) -> None:
     # VmHWM, the peak of this process's own memory map: ru_maxrss would also count the
     # pages of the test process it was forked from (Linux keeps the larger across exec).
     probe = (
-        "import re, sys; sys.path.insert(0, sys.argv[2]); from askmd import notes;"
+        "import re, sys; sys.path.insert(0, sys.argv[2]); from askmd.read import notes;"
         "from pathlib import Path;"
         "n = notes.read(Path(sys.argv[1]).parent, 'big.pdf', 10 << 20);"
         "peak = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1);"

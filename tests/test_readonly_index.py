@@ -144,7 +144,7 @@ def test_the_repl_answers_from_a_read_only_index(read_only_index) -> None:
 
 def test_a_read_only_mount_is_read_only(tmp_path: Path) -> None:
     """EROFS, which no capability overrides: a read-only bind mount of a real index."""
-    from askmd.manifest import Manifest, read_only
+    from askmd.index.manifest import Manifest, read_only
 
     ix = tmp_path / "ix"
     Manifest(ix / "manifest.sqlite3").set(generation="4")

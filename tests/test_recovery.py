@@ -219,7 +219,7 @@ def test_damage_found_by_a_search_names_a_rebuild_that_embeds_nothing(
 
 
 def test_a_chroma_server_is_never_moved_aside(tmp_path: Path) -> None:
-    from askmd.store import Store
+    from askmd.index.store import Store
 
     store = Store(tmp_path / "ix", chroma_url="http://127.0.0.1:9")
     with pytest.raises(RuntimeError):

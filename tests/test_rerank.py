@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from askmd import rerank
-from askmd.chat import Chat
+from askmd.answer.chat import Chat
 from askmd.errors import AskmdError
-from askmd.retriever import Hit
+from askmd.search import rerank
+from askmd.search.retriever import Hit
 from tests.conftest import write_notes
 from tests.openai_server import OpenAIServer, chunk
 

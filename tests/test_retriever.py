@@ -14,10 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from askmd import answer, cli, retriever, windows
+from askmd.answer import compose as answer
 from askmd.errors import AskmdError
-from askmd.manifest import Manifest
-from askmd.retriever import Filters, Hit
+from askmd.index import windows
+from askmd.index.manifest import Manifest
+from askmd.interfaces import cli
+from askmd.search import retriever
+from askmd.search.retriever import Filters, Hit
 from askmd.settings import load_settings
 from askmd.terms import content_terms
 from tests.conftest import write_notes
@@ -29,7 +32,7 @@ LOCAL_ID = "local:all-MiniLM-L6-v2-int8"
 @pytest.fixture(scope="session")
 def embedder():
     """The real local model, loaded once for every index of the session."""
-    from askmd.embedder import make_embedder
+    from askmd.index.embedder import make_embedder
 
     model = make_embedder("local", None)
     assert model.id == LOCAL_ID
@@ -791,7 +794,7 @@ CROSS = {
 
 @pytest.fixture(scope="module")
 def cross(tmp_path_factory):
-    from askmd.embedder import make_embedder
+    from askmd.index.embedder import make_embedder
 
     index = build_index(
         tmp_path_factory.mktemp("cross"),

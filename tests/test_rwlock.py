@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from askmd.rwlock import ReadWriteLock
+from askmd.index.rwlock import ReadWriteLock
 
 WAIT = 5.0  # seconds a thread may take to get where a test expects it
 

@@ -136,7 +136,7 @@ def test_a_search_through_a_collection_another_process_replaced_reopens_it(
     ix = index_once(kb, clean_env())
     index = Index(load_settings(overrides={"knowledge_dir": kb, "index_dir": ix}))
     assert index.search("port 8420", 1)[0].source == "guides/ports.md"  # Chroma is open
-    replace = "import sys; from pathlib import Path; from askmd.store import Store; "
+    replace = "import sys; from pathlib import Path; from askmd.index.store import Store; "
     replace += "Store(Path(sys.argv[1])).reset({})"  # a rebuild's first step, manifest untouched
     subprocess.run([sys.executable, "-c", replace, str(ix)], cwd=ROOT, check=True, timeout=60)
     # No error: the new collection is empty, and keyword search still finds the note (the

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 import chunker
-from askmd import store as stored
 from askmd.errors import AskmdError
-from askmd.store import EF_SEARCH, Store, Stored, chunk_metadata
+from askmd.index import store as stored
+from askmd.index.store import EF_SEARCH, Store, Stored, chunk_metadata
 from tests.conftest import ROOT
 
 META = {"embedder": "test-embedder", "fingerprint": "f1", "dim": 8}
@@ -76,7 +76,7 @@ NEXT_RUN = (
     "import json, sys\n"
     "from pathlib import Path\n"
     "import numpy as np\n"
-    "from askmd.store import Store\n"
+    "from askmd.index.store import Store\n"
     "s = Store(index_dir=Path(sys.argv[1]))\n"
 )
 

@@ -22,7 +22,7 @@ NOTES = {
 
 @pytest.fixture(scope="module")
 def embedder():
-    from askmd.embedder import make_embedder
+    from askmd.index.embedder import make_embedder
 
     return make_embedder("local", None)
 

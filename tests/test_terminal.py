@@ -384,7 +384,7 @@ def test_a_long_step_with_no_count_is_named_beside_the_files_bar(
 
     from rich.console import Console
 
-    from askmd import console
+    from askmd.interfaces import console
 
     screen = io.StringIO()
     monkeypatch.setattr(console, "err", Console(file=screen, force_terminal=True, width=100))
@@ -409,7 +409,7 @@ def test_ctrl_c_stops_the_sync_bars_before_saying_what_was_kept(
 
     from rich.console import Console
 
-    from askmd import console
+    from askmd.interfaces import console
 
     screen = io.StringIO()
     monkeypatch.setattr(console, "err", Console(file=screen, force_terminal=True, width=100))

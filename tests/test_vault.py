@@ -3,7 +3,7 @@
 import pytest
 
 import chunker
-from askmd import notes, vault
+from askmd.read import notes, vault
 from tests.conftest import write_notes
 
 # (verbatim line, searchable line, links as (target, heading, embed), tags)

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from watchfiles._rust_notify import RustNotify
 
+from askmd.interfaces.watcher import POLL_SECONDS, Change, Watcher
 from askmd.pipeline import Index
 from askmd.settings import Settings
-from askmd.watcher import POLL_SECONDS, Change, Watcher
 from tests.conftest import NOTES, ROOT, clean_env, write_notes
 
 WAIT = 20.0  # the longest a change may take to arrive on a busy machine

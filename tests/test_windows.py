@@ -9,9 +9,10 @@ import sqlite3
 import numpy as np
 import pytest
 
-from askmd import embedding_models as models
-from askmd import retriever, windows
+from askmd.index import embedding_models as models
+from askmd.index import windows
 from askmd.pipeline import Index
+from askmd.search import retriever
 from tests.conftest import synced_index, write_notes
 
 TITLE = "Power settings > Laptop"
@@ -62,7 +63,7 @@ def test_chinese_sentence_ends_split_without_spaces() -> None:
 
 @pytest.fixture(scope="module")
 def model():
-    from askmd.embedder import make_embedder
+    from askmd.index.embedder import make_embedder
 
     return make_embedder("local", None)
 

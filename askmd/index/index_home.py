@@ -34,8 +34,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from askmd.errors import AskmdError, IndexBusy
-from askmd.manifest import MANIFEST, Manifest, prepare_index_dir
-from askmd.rwlock import file_lock
+from askmd.index.manifest import MANIFEST, Manifest, prepare_index_dir
+from askmd.index.rwlock import file_lock
 
 OWNER_FILE = "owner.json"
 

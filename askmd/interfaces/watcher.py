@@ -28,8 +28,8 @@ from typing import Any
 from watchfiles import Change as Event
 from watchfiles._rust_notify import RustNotify
 
-from askmd import notes
 from askmd.errors import AskmdError, Busy, first_line
+from askmd.read import notes
 from askmd.wording import plural
 
 QUIET_MS = 50  # a batch is applied once the folder has been quiet this long

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from askmd.errors import Busy, IndexBusy
-from askmd.manifest import prepare_index_dir
+from askmd.index.manifest import prepare_index_dir
 
 LOCK_POLL_SECONDS = 0.1
 _held = threading.local()  # the lock files this thread holds

@@ -20,8 +20,8 @@ import time
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from askmd import notes, readers
 from askmd.errors import AskmdError, BadNote, BadRequest, Forbidden, NotFound
+from askmd.read import notes, readers
 from askmd.settings import Settings
 from askmd.wording import INVISIBLE
 

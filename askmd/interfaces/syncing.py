@@ -14,8 +14,8 @@ import logging
 import threading
 import time
 
-from askmd import indexer
 from askmd.errors import AskmdError, Busy, first_line
+from askmd.index import indexer
 from askmd.pipeline import Index
 
 RESCAN_SECONDS = 2.0  # at least; a folder whose scan takes long is scanned less often

@@ -22,9 +22,9 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from askmd import embedding_models as models
-from askmd import windows
 from askmd.errors import AskmdError, first_line, openai_error
+from askmd.index import embedding_models as models
+from askmd.index import windows
 
 if TYPE_CHECKING:
     pass
@@ -86,7 +86,7 @@ def model_path() -> Path:
 
 def tokenizer_path() -> Path:
     """The vendored tokenizer.json of all-MiniLM-L6-v2."""
-    return Path(__file__).parent / "models" / LOCAL_MODEL / "tokenizer.json"
+    return Path(__file__).parent.parent / "models" / LOCAL_MODEL / "tokenizer.json"
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:

@@ -27,7 +27,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from askmd.embedding_models import CJK_CHUNK
+from askmd.index.embedding_models import CJK_CHUNK
 from askmd.terms import cjk_share
 
 if TYPE_CHECKING:  # numpy loads with the model or the search, not with this module

@@ -25,10 +25,13 @@ from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
-from askmd import answer, folder, guard, pipeline, retriever
+from askmd import pipeline
+from askmd.answer import compose as answer
 from askmd.errors import AskmdError, BadRequest, first_line
+from askmd.interfaces import folder, guard
+from askmd.interfaces.syncing import Syncer
 from askmd.pipeline import Index
-from askmd.syncing import Syncer
+from askmd.search import retriever
 
 WEB = Path(__file__).resolve().parent / "web"
 MAX_QUERY_CHARS = answer.MAX_QUESTION_CHARS

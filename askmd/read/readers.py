@@ -72,7 +72,7 @@ def kind(source: str) -> str | None:
 
 def convert(path: Path, fmt: str, max_chars: int | None = None) -> Converted:
     """Convert one file; raise notes.Unreadable with a one-line reason."""
-    from askmd.notes import Unreadable
+    from askmd.read.notes import Unreadable
 
     started = time.monotonic()
     try:
@@ -130,7 +130,7 @@ def read_pdf(path: Path, max_chars: int | None = None, started: float | None = N
     from pypdf import PdfReader
     from pypdf.errors import FileNotDecryptedError, PdfReadError
 
-    from askmd.notes import Unreadable
+    from askmd.read.notes import Unreadable
 
     try:
         reader = PdfReader(path)
@@ -394,7 +394,7 @@ def _check_zip(path: Path) -> None:
     zip bomb can take, once `_inflate_counted` has shown each member really is the size
     its header says (zipfile inflates a member whole before checking that).
     """
-    from askmd.notes import Unreadable
+    from askmd.read.notes import Unreadable
 
     if not zipfile.is_zipfile(path):
         raise Unreadable("not a Word .docx file (it is not a zip archive)")
@@ -418,7 +418,7 @@ def _inflate_counted(raw, info: zipfile.ZipInfo) -> None:
     """Inflate one member a block at a time, counting what comes out, and refuse it the
     moment it is larger than its header says (or ends up smaller): nothing more than one
     block past the declared size is ever produced."""
-    from askmd.notes import Unreadable
+    from askmd.read.notes import Unreadable
 
     said = info.file_size
     lying = Unreadable(
@@ -686,7 +686,7 @@ class _HtmlWalker:
 
 def read_txt(path: Path, max_chars: int | None = None, started: float | None = None) -> Converted:
     """Plain text: every line kept where it is, none read as Markdown structure."""
-    from askmd.notes import decoded, guessed_warning
+    from askmd.read.notes import decoded, guessed_warning
 
     text, encoding = decoded(path.read_bytes())
     text = text.replace("\r\n", "\n").replace("\r", "\n")

@@ -19,15 +19,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from askmd import embedding_models as models
-from askmd.query_translation import english_terms
+from askmd.index import embedding_models as models
+from askmd.search.query_translation import english_terms
 from askmd.terms import cjk_share, content_terms, has_cjk
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from askmd.embedder import Embedder
-    from askmd.retriever import Hit
+    from askmd.index.embedder import Embedder
+    from askmd.search.retriever import Hit
 
 CJK_TEXT = 0.3  # share of CJK letters that makes a question or a passage Chinese/Japanese
 PASSAGES = 5  # the top passages read for the decision and the extractive answer
@@ -84,7 +84,7 @@ def local_models(embedder: Embedder) -> tuple[Callable[[], Embedder], Callable[[
 
 @functools.cache
 def _local(name: str) -> Embedder:
-    from askmd.embedder import make_embedder
+    from askmd.index.embedder import make_embedder
 
     return make_embedder("local", name)
 
@@ -138,7 +138,7 @@ class Grounding:
         self.idf = idf
         self.min_confidence = min_confidence
         if sentences is None:
-            from askmd.answer import sentences
+            from askmd.answer.compose import sentences
         self.split = sentences
 
     # --- reading in the right model ---------------------------------------------------

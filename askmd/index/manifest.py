@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from askmd import packed_postings
 from askmd.errors import AskmdError, DiskFull, disk_full
+from askmd.index import packed_postings
 from askmd.terms import content_terms, is_cjk_term
 
 if TYPE_CHECKING:  # numpy loads only when the embedding cache is used

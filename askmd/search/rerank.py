@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 from askmd.errors import AskmdError, LLMFailed, first_line
 
 if TYPE_CHECKING:
-    from askmd.chat import Chat
-    from askmd.retriever import Hit
+    from askmd.answer.chat import Chat
+    from askmd.search.retriever import Hit
     from askmd.settings import Settings
 
 DEPTH = 20  # candidates a reranker reads

@@ -13,9 +13,9 @@ import signal
 import socket
 import sys
 
-from askmd import leaving
 from askmd.errors import AskmdError, BadRequest, first_line
-from askmd.guard import is_loopback
+from askmd.interfaces import leaving
+from askmd.interfaces.guard import is_loopback
 from askmd.pipeline import Index
 from askmd.settings import Settings
 
@@ -32,7 +32,7 @@ TOO_SLOW = (
 def serve(settings: Settings, host: str, port: int) -> int:
     import uvicorn  # only the serve command needs the web stack
 
-    from askmd import api, console
+    from askmd.interfaces import api, console
 
     loopback = _loopback(host)
     if not loopback and not settings.api_token:
@@ -87,7 +87,7 @@ def _watch(index: Index):
     """Apply notes saved on disk while serving (ASKMD_WATCH), each change one log line."""
     if not index.settings.watch or index.read_only:
         return None
-    from askmd.watcher import Watcher
+    from askmd.interfaces.watcher import Watcher
 
     log = logging.getLogger("askmd.server")
     watcher = Watcher(index, on_change=lambda c: log.warning("%s", c.line()), on_notice=log.warning)

@@ -16,10 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import chunker
-from askmd import answer, console, index_home, leaving, notes, pipeline, retriever, vault
+from askmd import pipeline
+from askmd.answer import compose as answer
 from askmd.errors import AskmdError
-from askmd.indexer import SyncReport
+from askmd.index import index_home
+from askmd.index.indexer import SyncReport
+from askmd.interfaces import console, leaving
 from askmd.pipeline import Index
+from askmd.read import notes, vault
+from askmd.search import retriever
 from askmd.settings import Settings, load_settings
 from askmd.version import __version__
 
@@ -316,7 +321,7 @@ def _megabytes(size: int) -> str:
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     """Serve the HTTP API and the web page over the same index."""
-    from askmd import server
+    from askmd.interfaces import server
 
     return server.serve(settings, args.host, args.port)
 
@@ -326,7 +331,7 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
     change (with --json, one JSON object per line), until Ctrl-C."""
     import json
 
-    from askmd.watcher import Watcher
+    from askmd.interfaces.watcher import Watcher
 
     index = Index(settings)
     with _kept_on_ctrl_c(index):
@@ -364,7 +369,7 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     """Serve the notes to AI assistants over the Model Context Protocol, on stdio."""
-    from askmd import mcp_server
+    from askmd.interfaces import mcp_server
 
     return mcp_server.serve(settings, allow_write=args.allow_write)
 
@@ -447,7 +452,7 @@ class _Live:
     what changed is said in one line before the next answer, never in the middle of one."""
 
     def __init__(self, index: Index) -> None:
-        from askmd.watcher import Watcher
+        from askmd.interfaces.watcher import Watcher
 
         self._notices: list[str] = []
         self.watcher = Watcher(index, on_notice=self._notices.append)

@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from askmd import readers, vault
+from askmd.read import readers, vault
 
 
 @dataclass(frozen=True)

@@ -19,14 +19,14 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from askmd.errors import LLMFailed, first_line
-from askmd.query_translation import english_terms
+from askmd.search.query_translation import english_terms
 from askmd.terms import content_terms, has_cjk
 from chunker import pages_label
 
 if TYPE_CHECKING:
-    from askmd.chat import Chat
-    from askmd.grounding import Grounding
-    from askmd.retriever import Hit
+    from askmd.answer.chat import Chat
+    from askmd.answer.grounding import Grounding
+    from askmd.search.retriever import Hit
 
 SYSTEM_PROMPT = """\
 You answer questions about the user's notes. Use only the numbered sources given with \

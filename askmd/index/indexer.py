@@ -23,16 +23,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import chunker
-from askmd import embedding_models as models
-from askmd import notes, prepare, terms, vault, windows
+from askmd import terms
 from askmd.errors import Damaged, IndexBusy  # noqa: F401 - raised by sync; callers catch it here
-from askmd.manifest import FileRecord, Manifest, now
-from askmd.rwlock import file_lock
+from askmd.index import embedding_models as models
+from askmd.index import prepare, windows
+from askmd.index.manifest import FileRecord, Manifest, now
+from askmd.index.rwlock import file_lock
+from askmd.index.store import Store
+from askmd.read import notes, vault
 from askmd.settings import Settings
-from askmd.store import Store
 
 if TYPE_CHECKING:  # embedder and numpy load only when something must be embedded
-    from askmd.embedder import Embedder
+    from askmd.index.embedder import Embedder
 
 GROUP_CHUNKS = 256  # chunks stored and recorded per step: the most a killed run redoes
 # Texts handed to the embedder per call: enough for it to sort by length and batch well,

@@ -35,9 +35,13 @@ from mcp.shared.uri_template import UriTemplate
 from pydantic import ConfigDict, Field, ValidationError, with_config
 from typing_extensions import TypedDict
 
-from askmd import answer, console, folder, indexer, leaving, notes, pipeline, readers
+from askmd import pipeline
+from askmd.answer import compose as answer
 from askmd.errors import AskmdError, NotFound, first_line
+from askmd.index import indexer
+from askmd.interfaces import console, folder, leaving
 from askmd.pipeline import Index
+from askmd.read import notes, readers
 from askmd.version import __version__
 
 MAX_K = 50  # passages one search or answer returns: more would flood the client's context
@@ -277,7 +281,7 @@ class Notes:
         finally:
             self.started.set()
         if self.watch and not self.index.read_only:
-            from askmd.watcher import Watcher
+            from askmd.interfaces.watcher import Watcher
 
             self.watcher = Watcher(self.index, _changed, console.warning)
             self.watcher.start()

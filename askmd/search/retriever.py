@@ -18,16 +18,18 @@ import threading
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from askmd import embedding_models as models
-from askmd import identifiers, notes, query_translation, vault, windows
+from askmd.index import embedding_models as models
+from askmd.index import windows
+from askmd.read import notes, vault
+from askmd.search import identifiers, query_translation
 from askmd.terms import cjk_share, content_terms
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from askmd.embedder import Embedder
-    from askmd.manifest import Manifest
-    from askmd.store import Store, Stored
+    from askmd.index.embedder import Embedder
+    from askmd.index.manifest import Manifest
+    from askmd.index.store import Store, Stored
 
 MIN_POOL = 100  # candidates asked of each retriever, at least; filters may thin them
 MODES = ("hybrid", "dense", "keyword")
@@ -520,7 +522,7 @@ def _stored(store: Store, manifest: Manifest, ids: list[str]) -> list[Stored]:
     """Chunks by id, from the manifest, which holds every indexed chunk's text whether its
     vector is stored yet or not; an index from older code keeps them only in the store.
     An id the manifest does not have (a file deleted since) is left out."""
-    from askmd.store import Stored
+    from askmd.index.store import Stored
 
     if not manifest.vectors_kept():
         return store.get(ids)

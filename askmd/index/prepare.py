@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import chunker
-from askmd import notes
-from askmd.manifest import ChunkRow, LinkRow, chunk_row
-from askmd.store import chunk_metadata
+from askmd.index.manifest import ChunkRow, LinkRow, chunk_row
+from askmd.index.store import chunk_metadata
+from askmd.read import notes
 
 # A cold sync of at least this many notes prepares them in worker processes.
 WORKERS_FROM_NOTES = 1000

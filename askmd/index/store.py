@@ -43,8 +43,8 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-from askmd.embedding_models import collection_name
 from askmd.errors import AskmdError, Damaged, DiskFull, IndexBusy, disk_full
+from askmd.index.embedding_models import collection_name
 from chunker import Chunk
 
 # Chroma's client start is not safe to run twice at once in one process.

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import anyio
 from starlette.exceptions import HTTPException
 
-from askmd import folder
+from askmd.interfaces import folder
 from askmd.settings import Settings
 
 PUBLIC = ("/api/v1/health",)
