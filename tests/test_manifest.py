@@ -150,7 +150,7 @@ def test_a_manifest_opened_in_a_thread_and_left_open_ends_the_process_quietly(
     script = (
         "import threading\n"
         "from pathlib import Path\n"
-        "from askmd.manifest import Manifest\n"
+        "from askmd.index.manifest import Manifest\n"
         "kept = []\n"
         "t = threading.Thread(target=lambda: kept.append(Manifest(Path(r'{}'))))\n"
         "t.start(); t.join()\n"
