@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import gc
+import inspect
 import os
 import subprocess
 import sys
@@ -20,6 +22,47 @@ def clean_env(**extra: str) -> dict[str, str]:
     env["XDG_DATA_HOME"] = os.path.join(tempfile.gettempdir(), "askmd-tests-data")  # not ~
     env.update(COLUMNS="80", TERM="dumb", **extra)
     return env
+
+
+# What makes a test slow: it starts a program (rag.py, a server, a model), drives a
+# terminal or a browser. Found in the test's own code or in any fixture it uses, so a new
+# test is marked without anyone remembering to.
+SLOW_SIGNS = (
+    "subprocess.",
+    "rag.py",
+    "run_rag",
+    "pexpect",
+    "playwright",
+    "chromium",
+    "Server(",
+    "smollm2_gguf",
+    "index_once(",
+)
+
+
+def _source(function) -> str:
+    try:
+        return inspect.getsource(function)
+    except (OSError, TypeError):
+        return ""
+
+
+@functools.cache
+def _looks_slow(function) -> bool:
+    return any(sign in _source(function) for sign in SLOW_SIGNS)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark `slow` every test that starts a process, a terminal or a browser:
+    `pytest -m "not slow"` is the loop to run while working; CI runs everything."""
+    for item in items:
+        function = getattr(item, "function", None)
+        fixtures = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+        functions = [function] + [d.func for defs in fixtures.values() for d in defs]
+        if item.get_closest_marker("slow") is None and any(
+            _looks_slow(f) for f in functions if f is not None
+        ):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)
