@@ -234,6 +234,16 @@ def _filters(args: argparse.Namespace) -> retriever.Filters | None:
 
 def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     """What is indexed, read from the manifest (fast: Chroma is not opened)."""
+    if args.files:
+        from askmd.index import status
+
+        index = Index(settings)
+        found = status.files(settings, index.manifest if index.has_index() else None)
+        if args.json:
+            console.print_json({"files": found})
+        else:
+            console.show_file_status(found)
+        return 0
     stats = Index(settings).stats()
     if args.json:
         console.print_json(stats)
@@ -711,6 +721,12 @@ def build_parser(prog: str = "rag.py") -> argparse.ArgumentParser:
         "stats", help="what is indexed", description="Files, chunks and embedder of the index."
     )
     stats.add_argument("--json", action="store_true", help="print JSON")
+    stats.add_argument(
+        "--files",
+        action="store_true",
+        help="each file the include globs match: indexed, waiting for vectors, skipped (and "
+        "why) or not indexed yet, with its chunks and when it was indexed",
+    )
     stats.set_defaults(run=cmd_stats)
 
     links = commands.add_parser(
