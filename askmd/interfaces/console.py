@@ -442,6 +442,16 @@ def show_stats(stats: dict) -> None:
         out.print(f"[bold]{key:<13}[/] {escape(clean(str(value)))}")
 
 
+def saved(kept) -> None:
+    """Where an answer was kept, on stderr (stdout may be JSON)."""
+    err.print(escape(clean(f"saved to {kept.path}")), soft_wrap=True)
+    if kept.indexed:
+        warning(
+            "the file is inside the knowledge folder: it will be indexed, and a source for "
+            "the next answers"
+        )
+
+
 def show_file_status(rows: list[dict]) -> None:
     """One line a file, the path last so the columns stay aligned however long paths are;
     written as it goes, plainly (rich would lay out every line of a big folder first)."""
