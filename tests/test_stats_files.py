@@ -49,6 +49,11 @@ def test_each_file_has_its_status(tmp_path: Path, run_rag) -> None:
     assert rows["bread.md"]["status"] == rows["new.md"]["status"] == "indexed"
     assert rows["latin1.md"]["status"].startswith("skipped: not UTF-8")
 
+    (kb / "bread.md").unlink()  # still in the index until the next sync
+    rows = {r["source"]: r for r in _files(run_rag, where)}
+    assert rows["bread.md"]["status"] == "deleted since the last sync"
+    assert rows["bread.md"]["chunks"] == 1
+
 
 def test_the_text_table_is_aligned_with_a_summary(tmp_path: Path, run_rag) -> None:
     kb = write_notes(tmp_path / "kb", {**NOTES, "deep/er/note.md": "# Deep\n\nDown here.\n"})
@@ -64,7 +69,7 @@ def test_the_text_table_is_aligned_with_a_summary(tmp_path: Path, run_rag) -> No
     assert header.split() == ["CHUNKS", "INDEXED", "STATUS", "FILE"]
     column = header.index("FILE")
     assert all(r[column - 1] == " " and r[column] != " " for r in rows)
-    assert [r[column:].split("  (")[0] for r in rows] == [
+    assert [r[column:].split("  — ")[0] for r in rows] == [
         "big.md", "bread.md", "deep/er/note.md", "guides/ports.md",
     ]  # fmt: skip
     assert "skipped" in rows[0] and "MB limit" in rows[0]

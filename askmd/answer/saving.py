@@ -95,6 +95,11 @@ def _create(target: Path, text_for) -> Path:
     """Write a new file at `target`, or at the first free `-2`, `-3`, ... beside it."""
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # a file stands where a folder on the way should be
+        raise AskmdError(f"cannot write {target}: a file stands in the way of its folder") from None
+    except OSError as exc:
+        raise AskmdError(f"cannot write {target} ({exc.strerror or exc})") from None
+    try:
         for n in range(1, 10_000):
             path = target if n == 1 else target.with_name(f"{target.stem}-{n}{target.suffix}")
             try:

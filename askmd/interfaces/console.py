@@ -466,7 +466,7 @@ def show_file_status(rows: list[dict]) -> None:
         counts[short] = counts.get(short, 0) + 1
         when = (r["indexed_at"] or "-")[:16].replace("T", " ")
         date = f"{(r['date'] or '-')[:10]:<10}  " if dated else ""
-        why = f"  ({reason})" if reason and status == "skipped" else ""
+        why = f"  — {reason}" if reason and status == "skipped" else ""
         write(clean(f"{r['chunks']:>6,}  {when:<16}  {date}{short:<15}  {r['source']}{why}") + "\n")
     order = ["indexed", "keyword only", "not indexed yet", "skipped"]
     ranked = sorted(counts.items(), key=lambda c: order.index(c[0]) if c[0] in order else 9)
