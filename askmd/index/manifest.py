@@ -57,6 +57,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     id TEXT PRIMARY KEY, source TEXT NOT NULL, text_hash TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS stale (source TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS indexed (source TEXT PRIMARY KEY, at TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS chunks_by_source ON chunks (source);
 CREATE TABLE IF NOT EXISTS documents (
     doc INTEGER PRIMARY KEY, chunk TEXT NOT NULL UNIQUE, source TEXT NOT NULL,
@@ -291,6 +292,14 @@ class Manifest:
         rows = self.db.execute("SELECT source, md5, size, mtime_ns, chunks FROM files")
         return {r[0]: FileRecord(*r) for r in rows}
 
+    def indexed_at(self) -> dict[str, str]:
+        """When each file's current text was recorded. Files recorded before these times
+        were kept (or by a read-only index from older code) have none."""
+        try:
+            return dict(self.db.execute("SELECT source, at FROM indexed").fetchall())
+        except sqlite3.OperationalError:  # a read-only index made before they were kept
+            return {}
+
     def total_chunks(self) -> int:
         return self.db.execute("SELECT COALESCE(SUM(chunks), 0) FROM files").fetchone()[0]
 
@@ -307,6 +316,7 @@ class Manifest:
             documents: list[tuple[int, str, str, int, int]] = []
             doc = self.db.execute("SELECT COALESCE(MAX(doc), 0) FROM documents").fetchone()[0]
             doc = max(doc, packed_postings.upto(self.db) or 0)  # a packed id is never reused
+            at = now()
             for rec, chunk_rows in files:
                 self._drop(rec.source)
                 self.db.executemany(
@@ -317,6 +327,7 @@ class Manifest:
                     "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)",
                     (rec.source, rec.md5, rec.size, rec.mtime_ns, rec.chunks),
                 )
+                self.db.execute("INSERT OR REPLACE INTO indexed VALUES (?, ?)", (rec.source, at))
                 self.db.executemany(
                     "INSERT OR REPLACE INTO chunks (id, source, text_hash, text, meta, vector) "
                     "VALUES (?, ?, ?, ?, ?, 0)",
@@ -445,6 +456,7 @@ class Manifest:
         with self._transaction():
             for source in sources:
                 self.db.execute("DELETE FROM files WHERE source = ?", (source,))
+                self.db.execute("DELETE FROM indexed WHERE source = ?", (source,))
                 self.db.execute("INSERT OR IGNORE INTO stale VALUES (?)", (source,))
                 self._drop(source)
             self._bump()
@@ -453,7 +465,7 @@ class Manifest:
         """Drop every file; the vector store is emptied by the next filling (`reset`)."""
         with self._transaction():
             for table in ("files", "chunks", "postings", "documents", "links", "stale",
-                          "packed", "packed_gone"):  # fmt: skip
+                          "packed", "packed_gone", "indexed"):  # fmt: skip
                 self.db.execute(f"DELETE FROM {table}")
             self.db.execute(f"DROP TABLE IF EXISTS {_LOAD}")
             self.db.execute(
@@ -851,6 +863,14 @@ class Manifest:
         """Files with a chunk holding CJK text (those a second, multilingual model embeds)."""
         query = f"SELECT DISTINCT source FROM chunks WHERE {_CJK_TEXT} ORDER BY source"
         return [r[0] for r in self.db.execute(query)]
+
+    def pending_by_source(self) -> dict[str, int]:
+        """How many chunks of each file still wait for their vectors (files with none
+        waiting are left out)."""
+        if not self.vectors_kept():
+            return {}
+        query = "SELECT source, COUNT(*) FROM chunks WHERE vector = 0 GROUP BY source"
+        return dict(self.db.execute(query).fetchall())
 
     def embedded_by_source(self) -> dict[str, int]:
         """How many chunks with vectors each file has, to compare with the store."""

@@ -12,12 +12,13 @@ import difflib
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import chunker
 from askmd import pipeline
 from askmd.answer import compose as answer
+from askmd.answer import saving
 from askmd.errors import AskmdError
 from askmd.index import index_home
 from askmd.index.indexer import SyncReport
@@ -155,6 +156,8 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     if not args.question.strip():
         raise AskmdError('the question is empty: python rag.py ask "what port does the API use?"')
     filters = _filters(args)
+    if args.save:
+        saving.check_target(Path(args.save).expanduser())  # before the work, not after it
     index = Index(settings, loading=console.status)
     with _kept_on_ctrl_c(index):
         report = index.sync_to_read(
@@ -169,7 +172,15 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         console.print_json(result.to_json())
     else:
         console.show_answer(result)
+    if args.save:
+        _save(index, [result], Path(args.save))
     return 130 if result.cancelled else 0
+
+
+def _save(index: Index, answers: list[answer.Answer], target: Path | None) -> None:
+    """Keep answers in a Markdown file, and say where (and when it will be indexed)."""
+    model = index.chat.model if any(a.mode == "llm" for a in answers) else None
+    console.saved(saving.save(answers, target, index.settings, model))
 
 
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
@@ -234,6 +245,16 @@ def _filters(args: argparse.Namespace) -> retriever.Filters | None:
 
 def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     """What is indexed, read from the manifest (fast: Chroma is not opened)."""
+    if args.files:
+        from askmd.index import status
+
+        index = Index(settings)
+        found = status.files(settings, index.manifest if index.has_index() else None)
+        if args.json:
+            console.print_json({"files": found})
+        else:
+            console.show_file_status(found)
+        return 0
     stats = Index(settings).stats()
     if args.json:
         console.print_json(stats)
@@ -379,6 +400,7 @@ Type a question, or a command:
   /debug QUESTION   show the retrieved chunks with their scores (no LLM)
   /sources          everything retrieved for the last answer
   /clear            forget the conversation (follow-ups start afresh)
+  /save [FILE]      keep the conversation as Markdown (default: askmd-answers/)
   /reindex          rebuild the index from scratch
   /stats            what is indexed
   /help             this text
@@ -392,6 +414,7 @@ class Conversation:
 
     turns: list[answer.Turn]
     last: answer.Answer | None = None
+    answers: list[answer.Answer] = field(default_factory=list)  # all shown, for /save
 
 
 def cmd_repl(args: argparse.Namespace, settings: Settings) -> int:
@@ -509,8 +532,11 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
         console.show_hits(talk.last.hits, talk.last.query, full=True)
     elif word == "/clear":
         talk.turns.clear()
+        talk.answers.clear()
         talk.last = None
         console.notice("conversation cleared")
+    elif word == "/save":
+        _save(index, talk.answers, Path(rest.strip()) if rest.strip() else None)
     elif word.startswith("/"):
         raise AskmdError(f"unknown command {word}; /help lists the commands")
     else:
@@ -518,6 +544,7 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
         result = _ask_in_repl(index, talk, line)
         console.show_answer(result, hint=talk.last is None)
         talk.last = result
+        talk.answers.append(result)
         if result.cancelled:  # a cut-off answer is shown, not built upon
             return None
         talk.turns.append(answer.Turn(line, result.query, result.text))
@@ -678,6 +705,12 @@ def build_parser(prog: str = "rag.py") -> argparse.ArgumentParser:
     ask.add_argument("-k", type=int, metavar="N", help="how many passages to use (ASKMD_TOP_K)")
     _add_filters(ask)
     ask.add_argument("--json", action="store_true", help="print JSON")
+    ask.add_argument(
+        "--save",
+        metavar="FILE",
+        help="also write the answer and its references to FILE as Markdown (never "
+        "overwritten: a name taken gets -2)",
+    )
     ask.set_defaults(run=cmd_ask)
 
     evaluation = commands.add_parser(
@@ -711,6 +744,12 @@ def build_parser(prog: str = "rag.py") -> argparse.ArgumentParser:
         "stats", help="what is indexed", description="Files, chunks and embedder of the index."
     )
     stats.add_argument("--json", action="store_true", help="print JSON")
+    stats.add_argument(
+        "--files",
+        action="store_true",
+        help="each file the include globs match: indexed, waiting for vectors, skipped (and "
+        "why) or not indexed yet, with its chunks and when it was indexed",
+    )
     stats.set_defaults(run=cmd_stats)
 
     links = commands.add_parser(

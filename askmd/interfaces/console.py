@@ -442,6 +442,39 @@ def show_stats(stats: dict) -> None:
         out.print(f"[bold]{key:<13}[/] {escape(clean(str(value)))}")
 
 
+def saved(kept) -> None:
+    """Where an answer was kept, on stderr (stdout may be JSON)."""
+    err.print(escape(clean(f"saved to {kept.path}")), soft_wrap=True)
+    if kept.indexed:
+        warning(
+            "the file is inside the knowledge folder: it will be indexed, and a source for "
+            "the next answers"
+        )
+
+
+def show_file_status(rows: list[dict]) -> None:
+    """One line a file, the path last so the columns stay aligned however long paths are;
+    written as it goes, plainly (rich would lay out every line of a big folder first)."""
+    dated = any(r["date"] for r in rows)
+    head = f"{'CHUNKS':>6}  {'INDEXED':<16}  " + (f"{'DATE':<10}  " if dated else "")
+    write = sys.stdout.write
+    write(f"{head}{'STATUS':<15}  FILE\n")
+    counts: dict[str, int] = {}
+    for r in rows:
+        status, _, reason = r["status"].partition(": ")
+        short = "keyword only" if status == "keyword only" else status
+        counts[short] = counts.get(short, 0) + 1
+        when = (r["indexed_at"] or "-")[:16].replace("T", " ")
+        date = f"{(r['date'] or '-')[:10]:<10}  " if dated else ""
+        why = f"  — {reason}" if reason and status == "skipped" else ""
+        write(clean(f"{r['chunks']:>6,}  {when:<16}  {date}{short:<15}  {r['source']}{why}") + "\n")
+    order = ["indexed", "keyword only", "not indexed yet", "skipped"]
+    ranked = sorted(counts.items(), key=lambda c: order.index(c[0]) if c[0] in order else 9)
+    said = ", ".join(f"{n:,} {status}" for status, n in ranked)
+    write(f"{plural(len(rows), 'file')}: {said}\n" if rows else "no files\n")
+    sys.stdout.flush()
+
+
 # --- answers ---------------------------------------------------------------------------
 
 CITATION_STYLE = "bold cyan"
