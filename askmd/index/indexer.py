@@ -26,7 +26,7 @@ import chunker
 from askmd import terms
 from askmd.errors import Damaged, IndexBusy  # noqa: F401 - raised by sync; callers catch it here
 from askmd.index import embedding_models as models
-from askmd.index import prepare, windows
+from askmd.index import migrations, prepare, windows
 from askmd.index.manifest import FileRecord, Manifest, now
 from askmd.index.rwlock import file_lock
 from askmd.index.store import Store
@@ -218,8 +218,7 @@ def sync(
             report, generation, current, same = _unchanged(settings, manifest, fp, paths, emptying)
             looked = (report, generation, current)
             same = same and not manifest.packing_due()  # an index from older code packs once
-            same = same and not manifest.repeats_due()  # ... and drops a note's repeats once
-            same = same and not manifest.copies_due()  # ... and stores shared passages apart
+            same = same and not migrations.upgrades_due(manifest)  # ... and is upgraded once
             if same:
                 filling = bool(vectors) and needs_filling(settings, manifest)
                 backfill = vectors is True and windows_too and windows_due(settings, manifest)
@@ -240,10 +239,9 @@ def sync(
             if manifest.loading():
                 with commit():
                     manifest.finish_load()
-            if manifest.repeats_due():  # notes indexed by older code with repeated chunks
-                with commit():
-                    if manifest.reread_repeats():
-                        looked, paths = None, None  # those notes are read again, all of them
+            upgrade = migrations.upgrade_index(manifest, commit)  # of an index of older code
+            if upgrade.rescan:
+                looked, paths = None, None  # notes it made look changed are read again
             known = manifest.files()
             first = not known  # every file is recorded now, its links read by this code
             old_fp = manifest.get("fingerprint")
@@ -252,11 +250,8 @@ def sync(
                 reason = _what_changed(old_fp, fp)
             elif rebuild:
                 reason = "asked for"
-            elif manifest.copies_due():  # identical vectors cut HNSW's graph: rebuilt once
-                if manifest.copies_shared():  # ... every vector from the embedding cache
-                    reason = "passages several notes share are now stored apart"
-                else:
-                    manifest.set(copies="apart")
+            else:
+                reason = upgrade.rebuild  # recorded done when the rebuild starts (_mark_format)
             fresh = bool(reason)
             if looked is not None and not fresh and manifest.generation() == looked[1]:
                 report, current = looked[0], looked[2]  # nobody wrote since: no second read
@@ -342,7 +337,8 @@ def _mark_format(manifest: Manifest, fp: str) -> None:
     """Record, before the first file, that this index is this code's: links read, repeats
     dropped, shared passages stored apart, these settings. A first build killed half-way
     is then resumed by the next run, not taken for an index of older code and rebuilt."""
-    manifest.set(links_version=vault.LINKS_VERSION, repeats="once", copies="apart", fingerprint=fp)
+    migrations.mark_current(manifest)
+    manifest.set(links_version=vault.LINKS_VERSION, fingerprint=fp)
 
 
 @dataclass
