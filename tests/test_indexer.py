@@ -82,8 +82,7 @@ def sync(settings: Settings, rebuild: bool = False, **lock) -> indexer.SyncRepor
                 if settings.embedding_backend == "openai"
                 else make_embedder("local", None)
             ),
-            rebuild=rebuild,
-            **lock,
+            indexer.SyncOptions(rebuild=rebuild, **lock),
         )
     finally:
         manifest.close()
