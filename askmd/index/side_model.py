@@ -44,7 +44,7 @@ def embed_side(
     """The multilingual vectors of the group's CJK chunks (cache misses embedded, cached
     under that model's id), or None when the index has no second model. The model loads on
     the first CJK chunk, never for a folder without one. Raises Paused when it stops
-    early (see _fill_group): what it embedded is cached."""
+    early (see vector_fill._fill_group): what it embedded is cached."""
     side_id = getattr(w.embedder, "companion_id", None)
     if not side_id:
         return None
