@@ -248,16 +248,18 @@ class Index:
                 self.store,
                 self.manifest,
                 lambda: self.embedder,
-                rebuild=rebuild,
-                progress=progress,
-                commit=self._commit,
-                wait=wait,
-                on_wait=on_wait,
-                locked=self.follow,
-                paths=paths,
-                vectors=vectors,
-                windows_too=windows_too,
-                emptying=emptying,
+                indexer.SyncOptions(
+                    rebuild=rebuild,
+                    progress=progress,
+                    commit=self._commit,
+                    wait=wait,
+                    on_wait=on_wait,
+                    locked=self.follow,
+                    paths=paths,
+                    vectors=vectors,
+                    windows_too=windows_too,
+                    emptying=emptying,
+                ),
             )
         if auto and vectors is False:  # left to the filler, unless they are few (/reindex)
             self._fill_few(report, progress, wait, FOREGROUND_CHUNKS_LIVE)

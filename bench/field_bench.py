@@ -4,7 +4,7 @@
 
 Opens the paraphrase indexes (built by bench/paraphrase_bench.py with the same
 --index-root, by code that stores field counts) and, for each weight triple, sets
-manifest.FIELD_WEIGHTS and scores every set in hybrid and keyword mode. Only the query
+manifest_keywords.FIELD_WEIGHTS and scores every set in hybrid and keyword mode. Only the query
 side changes between triples, so nothing is re-indexed. One table row per set, mode and
 triple; 0,0,0 is plain BM25 over the same index.
 """
@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from paraphrase_bench import DATA, ROWS, SETS_DIR, load_set, run  # noqa: E402
 
-from askmd.index import manifest  # noqa: E402
+from askmd.index import manifest_keywords  # noqa: E402
 from askmd.pipeline import Index  # noqa: E402
 from askmd.settings import load_settings  # noqa: E402
 
@@ -52,7 +52,7 @@ def main() -> None:
     print("| weights | set | retriever | hit@1 | hit@5 | hit@10 | MRR@10 |")
     print("| --- | --- | --- | ---: | ---: | ---: | ---: |")
     for triple in args.weights:
-        manifest.FIELD_WEIGHTS = tuple(float(w) for w in triple.split(","))
+        manifest_keywords.FIELD_WEIGHTS = tuple(float(w) for w in triple.split(","))
         for row in rows:
             if row.folder.name not in indexes:
                 indexes[row.folder.name] = open_built(row.folder, args.index_root)
@@ -75,7 +75,7 @@ def score_folder(weights: list[str], kb: Path, queries: Path, index_dir: Path, m
     index = Index(load_settings(environ={}, dotenv_path=None, overrides=overrides))
     items = evaluate.read_queries(queries)
     for triple in weights:
-        manifest.FIELD_WEIGHTS = tuple(float(w) for w in triple.split(","))
+        manifest_keywords.FIELD_WEIGHTS = tuple(float(w) for w in triple.split(","))
         for mode in modes:
             report = evaluate.evaluate(items, lambda q, n, m=mode: index.search(q, n, mode=m), k=10)
             h = report.hit_at

@@ -60,7 +60,7 @@ def build(folder: Path, index_dir: Path) -> dict:
     walk = time.perf_counter() - started
     read = split = rows = record = 0.0
     chunks_total = 0
-    current: dict[str, indexer._Current] = {}
+    current: dict[str, indexer.Current] = {}
     group: list = []
     size = 0
 
@@ -89,7 +89,7 @@ def build(folder: Path, index_dir: Path) -> dict:
         t3 = time.perf_counter()
         read, split, rows = read + t1 - t0, split + t2 - t1, rows + t3 - t2
         rec = FileRecord(source, note.md5, st.st_size, st.st_mtime_ns, len(chunks))
-        current[source] = indexer._Current(note.md5, st.st_size, st.st_mtime_ns, None)
+        current[source] = indexer.Current(note.md5, st.st_size, st.st_mtime_ns, None)
         group.append((rec, chunk_rows))
         size += len(chunks)
         chunks_total += len(chunks)
@@ -123,7 +123,7 @@ def mark_synced(settings, manifest: Manifest, current: dict) -> None:
     """The meta rows a sync writes, so a no-change `index` takes its fast path."""
     fp = indexer.fingerprint(settings)
     manifest.set(
-        gate=indexer._gate(fp, current),
+        gate=indexer.gate(fp, current),
         fingerprint=fp,
         embedder=indexer.embedder_id(settings),
         companion=indexer.companion_id(settings),
@@ -135,7 +135,7 @@ def regate(folder: Path, index_dir: Path) -> None:
     """Mark a built manifest synced under this checkout's fingerprint (files as recorded)."""
     manifest = Manifest(index_dir / MANIFEST)
     current = {
-        s: indexer._Current(r.md5, r.size, r.mtime_ns, None) for s, r in manifest.files().items()
+        s: indexer.Current(r.md5, r.size, r.mtime_ns, None) for s, r in manifest.files().items()
     }
     mark_synced(settings_for(folder, index_dir), manifest, current)
     manifest.close()

@@ -6,7 +6,7 @@ KB holds the Obsidian developer docs under en/ and the Chinese tldr pages under 
 for bench/mixed_vault_bench.py). A CJK question searches the multilingual (USE) vectors
 beside BM25. When only CJK chunks had them, an English note was reachable from a Chinese
 question only through a shared Latin word (an API name); a folder with CJK notes now
-gives every chunk one (indexer._widen_side). This indexes KB with the default settings
+gives every chunk one (side_model.widen_side). This indexes KB with the default settings
 and scores, on the same keyword lists, USE over the CJK chunks alone (as before; the
 side collection's `cjk` flag) against USE over every chunk, at each dense share, and the
 real search as shipped, for Chinese questions about the English notes

@@ -82,8 +82,7 @@ def sync(settings: Settings, rebuild: bool = False, **lock) -> indexer.SyncRepor
                 if settings.embedding_backend == "openai"
                 else make_embedder("local", None)
             ),
-            rebuild=rebuild,
-            **lock,
+            indexer.SyncOptions(rebuild=rebuild, **lock),
         )
     finally:
         manifest.close()
@@ -489,6 +488,7 @@ def test_an_index_holding_identical_vectors_keeps_them_apart_at_its_next_sync(
         monkeypatch.setattr(store, "JITTER", 1e-3)
         with index.manifest.db:  # and as older code left it
             index.manifest.db.execute("DELETE FROM meta WHERE key = 'copies'")
+            index.manifest.db.execute("DELETE FROM _migrations WHERE name LIKE 'u%'")
         report = index.sync()
         assert report.rebuild_reason == "passages several notes share are now stored apart"
         assert report.chunks_embedded == 0  # every vector from the cache
@@ -518,6 +518,7 @@ def test_an_index_holding_a_notes_repeats_drops_them_at_its_next_sync(
         monkeypatch.setattr(prepare, "REPEATS_ONCE", True)
         with index.manifest.db:  # and as older code left it: never looked for repeats
             index.manifest.db.execute("DELETE FROM meta WHERE key = 'repeats'")
+            index.manifest.db.execute("DELETE FROM _migrations WHERE name LIKE 'u%'")
         report = index.sync()
         assert (report.files_changed, report.files_unchanged) == (1, 2)
         assert len(index.manifest.chunk_ids("big.md")) < 10

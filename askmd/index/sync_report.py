@@ -1,0 +1,60 @@
+"""What a sync says as it goes (Progress) and when it is done (SyncReport)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Protocol
+
+from askmd.read import notes
+
+
+@dataclass
+class SyncReport:
+    files_scanned: int = 0
+    files_added: int = 0
+    files_changed: int = 0
+    files_deleted: int = 0
+    files_unchanged: int = 0
+    files_skipped: list[notes.Skipped] = field(default_factory=list)
+    chunks_embedded: int = 0
+    chunks_deleted: int = 0
+    chunks_total: int = 0
+    chunks_waiting: int = 0  # recorded, searchable by keyword, their vectors not stored yet
+    rebuilt: bool = False
+    rebuild_reason: str = ""
+    seconds: float = 0.0
+    embed_seconds: float = 0.0  # of `seconds`, spent inside the embedder
+    warnings: list[str] = field(default_factory=list)
+    # Set when the folder was gone or held no notes and the index kept them: said at once
+    # by a watcher too, which shows no warnings. Not in the JSON (the warning is).
+    kept_all: str = field(default="", repr=False)
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        del data["kept_all"]
+        data["files_skipped"] = [{"path": s.source, "reason": s.reason} for s in self.files_skipped]
+        return data
+
+
+class Progress(Protocol):
+    """What a sync reports as it goes: `start` with the files to index, `chunked` per file
+    as it is read and split (so the file count moves from the start), `advance` per group
+    of files recorded, `step` naming a long step that moves no count ("" when it is over);
+    then `filling` with the chunks that wait for vectors and `advance` per batch of them
+    embedded or found cached; then `finish`."""
+
+    def start(self, files: int, chunks: int) -> None: ...
+    def chunked(self, chunks: int) -> None: ...
+    def filling(self, chunks: int) -> None: ...
+    def advance(self, files: int = 0, chunks: int = 0) -> None: ...
+    def step(self, label: str) -> None: ...
+    def finish(self) -> None: ...
+
+
+class NoProgress:
+    def start(self, files: int, chunks: int) -> None: ...
+    def chunked(self, chunks: int) -> None: ...
+    def filling(self, chunks: int) -> None: ...
+    def advance(self, files: int = 0, chunks: int = 0) -> None: ...
+    def step(self, label: str) -> None: ...
+    def finish(self) -> None: ...

@@ -1,0 +1,139 @@
+"""An index written by the release before numbered migrations (tests/fixtures/release-index)
+opens and syncs without a rebuild or re-embedding; each migration runs once."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from askmd.index import migrations
+from askmd.index.manifest import MANIFEST, Manifest
+from askmd.pipeline import Index
+from askmd.settings import load_settings
+from askmd.terms import content_terms
+from tests.conftest import ROOT
+
+RELEASE = ROOT / "tests" / "fixtures" / "release-index"
+SCHEMA = [m.__name__ for m in migrations.SCHEMA]
+UPGRADES = [u.__name__ for u in migrations.INDEX_UPGRADES]
+QUESTION = "what water temperature for a pour-over"
+
+
+@pytest.fixture
+def release(tmp_path: Path) -> Path:
+    """A copy of the release's index and its notes: tmp_path/notes, tmp_path/ix."""
+    shutil.copytree(RELEASE / "notes", tmp_path / "notes")
+    shutil.copytree(RELEASE / "index", tmp_path / "ix")
+    return tmp_path
+
+
+def open_index(root: Path) -> Index:
+    overrides = {"knowledge_dir": root / "notes", "index_dir": root / "ix"}
+    return Index(load_settings(environ={}, dotenv_path=None, overrides=overrides))
+
+
+def recorded(root: Path) -> dict[str, str]:
+    db = sqlite3.connect(root / "ix" / MANIFEST)
+    try:
+        return dict(db.execute("SELECT name, applied FROM _migrations"))
+    finally:
+        db.close()
+
+
+def embedded_vectors(root: Path) -> int:
+    db = sqlite3.connect(root / "ix" / MANIFEST)
+    try:
+        return db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+    finally:
+        db.close()
+
+
+def test_the_release_index_migrates_once_when_opened(release: Path) -> None:
+    first = Manifest(release / "ix" / MANIFEST)
+    assert first.migrated == SCHEMA
+    first.close()
+    assert list(recorded(release)) == SCHEMA
+    again = Manifest(release / "ix" / MANIFEST)
+    assert again.migrated == []
+    again.close()
+
+
+def test_the_release_index_syncs_without_a_rebuild_or_re_embedding(release: Path) -> None:
+    vectors = embedded_vectors(release)
+    index = open_index(release)
+    try:
+        report = index.sync()
+        assert (report.rebuilt, report.rebuild_reason) == (False, "")
+        assert (report.chunks_embedded, report.files_changed, report.files_added) == (0, 0, 0)
+        assert report.files_unchanged == 3
+        assert index.search(QUESTION, 1, mode="dense")[0].source == "coffee.md"
+        assert index.filling()["chunks_embedded"] == 4
+        assert list(recorded(release)) == SCHEMA + UPGRADES  # the index upgrades, once
+        done = recorded(release)
+        again = index.sync()
+        assert (again.rebuilt, again.chunks_embedded, again.files_unchanged) == (False, 0, 3)
+        assert recorded(release) == done  # nothing ran twice
+    finally:
+        index.manifest.close()
+    assert embedded_vectors(release) == vectors  # nothing new went into the cache
+
+
+def test_an_older_index_gets_its_index_upgrades_at_its_next_sync(release: Path) -> None:
+    db = sqlite3.connect(release / "ix" / MANIFEST)  # never looked for repeats or copies
+    with db:
+        db.execute("DELETE FROM meta WHERE key IN ('repeats', 'copies')")
+    db.close()
+    index = open_index(release)
+    try:
+        report = index.sync()
+        assert (report.rebuilt, report.chunks_embedded, report.files_changed) == (False, 0, 0)
+        assert list(recorded(release)) == SCHEMA + UPGRADES
+        assert index.manifest.get("repeats") == "once"  # what older code looks for
+        assert index.manifest.get("copies") == "apart"
+    finally:
+        index.manifest.close()
+
+
+def test_a_read_only_manifest_never_migrates(release: Path) -> None:
+    manifest = Manifest(release / "ix" / MANIFEST, read_only=True)
+    assert manifest.migrated == []
+    assert manifest.total_chunks() == 4
+    manifest.close()
+    with pytest.raises(sqlite3.OperationalError):
+        recorded(release)
+
+
+def test_an_index_from_before_fields_and_chunk_texts_still_upgrades(release: Path) -> None:
+    db = sqlite3.connect(release / "ix" / MANIFEST)  # as the oldest code left it
+    db.executescript(
+        "DROP INDEX documents_cjk; DROP INDEX chunks_pending;"
+        "ALTER TABLE documents DROP COLUMN cjk;"
+        "ALTER TABLE postings DROP COLUMN title_tf; ALTER TABLE postings DROP COLUMN alias_tf;"
+        "ALTER TABLE postings DROP COLUMN heading_tf;"
+        "ALTER TABLE chunks DROP COLUMN text; ALTER TABLE chunks DROP COLUMN meta;"
+        "ALTER TABLE chunks DROP COLUMN vector;"
+        "UPDATE meta SET value = replace(replace(value, 'terms=2', 'terms=1'), 'layout=2', "
+        "'layout=1') WHERE key = 'fingerprint'; DELETE FROM meta WHERE key = 'gate';"
+    )
+    db.close()
+    old = Manifest(release / "ix" / MANIFEST, read_only=True)
+    assert not old.vectors_kept() and old.keyword(
+        content_terms("airtight beans"), 5
+    )  # still read as it is
+    old.close()
+    upgraded = Manifest(release / "ix" / MANIFEST)
+    assert upgraded.migrated == SCHEMA
+    assert upgraded.vectors_kept()
+    assert {r[1] for r in upgraded.db.execute("PRAGMA table_info(postings)")} >= {"title_tf"}
+    upgraded.close()
+    index = open_index(release)
+    try:
+        report = index.sync()
+        assert report.rebuild_reason == "the keyword index changed (new search terms or fields)"
+        assert report.chunks_embedded == 0  # every vector from the embedding cache
+        assert index.search(QUESTION, 1)[0].source == "coffee.md"
+    finally:
+        index.manifest.close()
