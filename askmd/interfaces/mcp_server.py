@@ -168,6 +168,19 @@ class IndexStatus(TypedDict):
     watching: bool  # changes saved in the folder reach the index as they happen
 
 
+@with_config(OPEN)
+class RelatedNote(TypedDict):
+    source: str
+    score: float
+    linked: bool  # already linked to or from the note
+    why: list[str]  # "similar", "links to it", "linked from it", "shared links", "shared tag #x"
+
+
+class RelatedNotes(TypedDict):
+    note: str
+    related: list[RelatedNote]
+
+
 class AddResult(TypedDict):
     status: str  # "created", "updated" or "unchanged"
     file: str
@@ -384,6 +397,16 @@ class Notes:
                 "notes": entries,
             }
 
+    def related_notes(self, note: str, k: K = 10) -> RelatedNotes:
+        """The notes most related to a note (its path, or its name as a link gives it), by
+        meaning, links and shared tags, best first: each says why and whether the two are
+        linked already. "similar words" in place of "similar": its vectors are not stored
+        yet, so meaning is judged by its words."""
+        with refusals():
+            check_text(note, "note")
+            self.ready()
+            return self.index.related(note, k)
+
     def index_status(self) -> IndexStatus:
         """What is indexed (the `stats --json` object), whether a sync is running now, and
         whether saved changes are being watched."""
@@ -531,6 +554,7 @@ def build(index: Index, allow_write: bool = False, watch: bool | None = None) ->
     for tool in (notes_.search_notes, notes_.ask, notes_.read_note, notes_.list_notes):
         server.add_tool(tool, annotations=read)
     server.add_tool(notes_.index_status, annotations=read)
+    server.add_tool(notes_.related_notes, annotations=read)
     if allow_write:
         write = types.ToolAnnotations(read_only_hint=False, open_world_hint=False)
         server.add_tool(notes_.add_note, annotations=write)
