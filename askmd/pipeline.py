@@ -663,13 +663,16 @@ class Index:
         edges = [(link.source, link.to) for link in self.link_graph() if link.to is not None]
         m = self.manifest
         indexed = set(m.files())
-        similar, why = self._similar(source, method)
+        similar, why = self.similar_notes(source, method)
         ranked = related.rank(source, k, indexed, edges, m.tags_by_source(), similar, why)
         return {"note": source, "related": [r.to_json() for r in ranked]}
 
-    def _similar(self, source: str, method: str) -> tuple[list[tuple[str, float]], str]:
-        """Other notes by meaning: by its vectors when every chunk of it has one and no
-        note waits for its own, else by its most telling words."""
+    def similar_notes(
+        self, source: str, method: str = "maxsim"
+    ) -> tuple[list[tuple[str, float]], str]:
+        """Other notes by meaning, best first, and the why it gives: by the note's vectors
+        ("similar") when every chunk of it has one and no note waits for its own, else by
+        its most telling words ("similar words")."""
         m = self.manifest
         chunks = m.chunks_of([source])
         ids = [c.id for c in chunks]

@@ -32,6 +32,9 @@ RRF_K = 60  # reciprocal rank fusion's damping: 1 / (RRF_K + rank)
 # own word that two notes belong together; meaning finds what no link says yet.
 WEIGHTS = {"similar": 1.0, "linked": 1.0, "shared": 0.5, "tags": 0.5}
 POOL = 50  # nearest chunks asked per query vector
+# Below this cosine two notes are not "similar" (MiniLM puts unrelated English notes
+# at about 0 to 0.15): a small folder would otherwise list every note as similar.
+MIN_COSINE = 0.2
 MAX_QUERIES = 8  # a long note asks with at most this many of its chunks (spread over it)
 KEYWORD_TERMS = 24  # a note's rarest words searched for while its vectors wait
 TAGS_SHOWN = 3  # a result names at most this many shared tags
@@ -78,7 +81,7 @@ def by_meaning(
     best: dict[str, float] = {}
     for vector in queries:
         for source, cosine in nearest(vector, POOL):
-            if source != note and cosine > best.get(source, -2.0):
+            if source != note and cosine >= MIN_COSINE and cosine > best.get(source, -2.0):
                 best[source] = cosine
     return sorted(best.items(), key=lambda item: (-item[1], item[0]))
 
@@ -163,7 +166,8 @@ def _shared_tags(
 ) -> dict[str, tuple[float, list[str]]]:
     """Notes sharing a tag with `note`: each shared tag weighs its idf over the notes;
     the why names the rarest shared tags first."""
-    mine = {t.lower() for t in tags.get(note, ())}
+    spelled = {t.lower(): t for t in sorted(tags.get(note, ()))}  # as the note writes it
+    mine = set(spelled)
     if not mine:
         return {}
     lowered = {s: {t.lower() for t in ts} for s, ts in tags.items()}
@@ -173,6 +177,6 @@ def _shared_tags(
     for source, theirs in lowered.items():
         shared = sorted(mine & theirs, key=lambda t: (-idf[t], t))
         if source != note and shared:
-            why = [TAG.format(t) for t in shared[:TAGS_SHOWN]]
+            why = [TAG.format(spelled[t]) for t in shared[:TAGS_SHOWN]]
             found[source] = (sum(idf[t] for t in shared), why)
     return found
