@@ -63,6 +63,7 @@ INSTRUCTIONS = (
 
 Query = Annotated[str, Field(max_length=answer.MAX_QUESTION_CHARS)]
 K = Annotated[int, Field(ge=1, le=MAX_K, description=f"how many passages, 1 to {MAX_K}")]
+NotesK = Annotated[int, Field(ge=1, le=MAX_K, description=f"how many notes, 1 to {MAX_K}")]
 Line = Annotated[int | None, Field(ge=1, description="1-based, inclusive; front matter counts")]
 
 
@@ -397,7 +398,7 @@ class Notes:
                 "notes": entries,
             }
 
-    def related_notes(self, note: str, k: K = 10) -> RelatedNotes:
+    def related_notes(self, note: str, k: NotesK = 10) -> RelatedNotes:
         """The notes most related to a note (its path, or its name as a link gives it), by
         meaning, links and shared tags, best first: each says why and whether the two are
         linked already. "similar words" in place of "similar": its vectors are not stored
