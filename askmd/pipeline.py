@@ -28,14 +28,14 @@ from typing import TYPE_CHECKING
 
 from askmd.answer import compose as answer
 from askmd.answer import grounding
-from askmd.errors import AskmdError, BadRequest, IndexReplaced
+from askmd.errors import AskmdError, BadRequest, IndexReplaced, NotFound
 from askmd.index import index_home, indexer
 from askmd.index import manifest as manifest_file
 from askmd.index.manifest import Manifest
 from askmd.index.rwlock import ReadWriteLock, WriterLock, file_lock, held_by_another_thread
 from askmd.index.store import Store
 from askmd.read import notes, vault
-from askmd.search import rerank, retriever
+from askmd.search import related, rerank, retriever
 from askmd.settings import Settings
 
 if TYPE_CHECKING:
@@ -50,6 +50,7 @@ FOREGROUND_CHUNKS_LIVE = 256
 FOREGROUND_NOTES = 20  # a sync of at most this many notes embeds them itself, filler or not
 FOREGROUND_BYTES = 256 * 1024  # ... when they are this small together (~15 s of embedding)
 WRITE_WAIT_SECONDS = 60.0  # a change waits this long for another process's update
+RELATED_K = 10  # notes `related` lists unless told
 READ_WAIT_SECONDS = 3.0  # a search or question waits this long, then reads the index as it is
 
 # How a caller shows what the core does, passed in: the core itself never prints.
@@ -628,11 +629,7 @@ class Index:
     def links(self, note: str) -> dict:
         """A note's outgoing links and its backlinks; `note` is a path or a name, found
         as a link to it would be."""
-        self.follow()
-        indexed = set(self.manifest.files())
-        source = vault.Resolver(indexed).resolve(note.strip().lstrip("/"), "")
-        if not note.strip() or source is None:
-            raise AskmdError(f"no indexed note named {note!r}")
+        source = self.find_note(note)
         found = self.link_graph()
         return {
             "note": source,
@@ -648,6 +645,71 @@ class Index:
                 if k.to == source and k.source != source
             ],
         }  # fmt: skip
+
+    def find_note(self, name: str) -> str:
+        """The indexed note a path or a name means, found as a link to it would be."""
+        self.follow()
+        indexed = set(self.manifest.files())
+        source = vault.Resolver(indexed).resolve(name.strip().lstrip("/"), "")
+        if not name.strip() or source is None or source not in indexed:
+            raise NotFound(f"no indexed note named {name!r}")
+        return source
+
+    def related(self, note: str, k: int = RELATED_K, method: str = "maxsim") -> dict:
+        """The notes most related to `note` (a path or a name, as `links` takes it): by
+        meaning, links and tags (search/related.py). While its vectors wait, meaning is
+        judged by keyword and each such result says "similar words"."""
+        if k < 1:
+            raise BadRequest(f"k {k}: give 1 or more")
+        source = self.find_note(note)
+        edges = [(link.source, link.to) for link in self.link_graph() if link.to is not None]
+        m = self.manifest
+        indexed = set(m.files())
+        similar, why = self.similar_notes(source, method)
+        ranked = related.rank(source, k, indexed, edges, m.tags_by_source(), similar, why)
+        return {"note": source, "related": [r.to_json() for r in ranked]}
+
+    def similar_notes(
+        self, source: str, method: str = "maxsim"
+    ) -> tuple[list[tuple[str, float]], str]:
+        """Other notes by meaning, best first, and the why it gives: by the note's vectors
+        ("similar") when every chunk of it has one and no note waits for its own, else by
+        its most telling words ("similar words")."""
+        m = self.manifest
+        chunks = m.chunks_of([source])
+        ids = [c.id for c in chunks]
+        if chunks and not m.pending() and len(m.with_vectors(ids)) == len(ids):
+            embedder = self.embedder
+            meta = {"embedder": embedder.id, "fingerprint": indexer.fingerprint(self.settings)}
+            with self.lock.reading():
+                self.store.ensure_open(meta)
+                vectors = self._vectors(chunks, embedder.id)
+
+                def nearest(vector, n: int) -> list[tuple[str, float]]:
+                    found = self.store.nearest(vector, n, content=False)
+                    sources = m.sources_of([f.id for f in found])
+                    return [(sources[f.id], 1 - f.distance) for f in found if f.id in sources]
+
+                return related.by_meaning(vectors, nearest, source, method), related.SIMILAR
+        terms = related.keyword_terms((c.text for c in chunks), m.idf)
+        best: dict[str, float] = {}
+        found = m.keyword(terms, related.POOL * 4)
+        sources = m.sources_of([i for i, _ in found])
+        for chunk_id, score in found:
+            other = sources.get(chunk_id)
+            if other and other != source and score > best.get(other, -1.0):
+                best[other] = score
+        return sorted(best.items(), key=lambda i: (-i[1], i[0])), related.SIMILAR_WORDS
+
+    def _vectors(self, chunks: list[manifest_file.Pending], embedder_id: str):
+        """The note's chunk vectors: from the embedding cache, else from the store."""
+        import numpy as np
+
+        cached = self.manifest.cached(embedder_id, [c.text_hash for c in chunks])
+        missing = [c.id for c in chunks if c.text_hash not in cached]
+        stored = self.store.vectors(missing)
+        rows = [cached.get(c.text_hash, stored.get(c.id)) for c in chunks]
+        return np.array([r for r in rows if r is not None], dtype=np.float32)
 
 
 def _folder_files(settings: Settings) -> set[str]:

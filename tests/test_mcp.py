@@ -27,7 +27,7 @@ from askmd.settings import load_settings
 from tests.conftest import NOTES, ROOT, clean_env, index_once, write_notes
 from tests.openai_server import ChatScript, OpenAIServer
 
-READ_TOOLS = ["search_notes", "ask", "read_note", "list_notes", "index_status"]
+READ_TOOLS = ["search_notes", "ask", "read_note", "list_notes", "index_status", "related_notes"]
 LONG_LINES = 3000  # long.md: 3,000 lines of 40 characters (and 2), over MAX_READ_CHARS
 FOLDER = {
     **NOTES,

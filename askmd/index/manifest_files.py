@@ -136,6 +136,22 @@ class FileRecords(ManifestDB):
         )
         return {t for (tags,) in rows if tags for t in str(tags).split(",") if t}
 
+    def tags_by_source(self) -> dict[str, set[str]]:
+        """Each note's tags (front matter and inline), the union over its chunks."""
+        rows = self.db.execute(
+            "SELECT DISTINCT source, json_extract(meta, '$.tags') FROM chunks "
+            "WHERE meta LIKE '%\"tags\"%'"
+        )
+        found: dict[str, set[str]] = {}
+        for source, tags in rows:
+            found.setdefault(source, set()).update(t for t in str(tags or "").split(",") if t)
+        return {source: tags for source, tags in found.items() if tags}
+
+    def sources_of(self, ids: list[str]) -> dict[str, str]:
+        """{chunk id: its file} for these chunks (those the manifest holds)."""
+        sql = "SELECT id, source FROM chunks WHERE id IN ({})"
+        return dict(self._rows_in(sql, [], ids))
+
     def chunk_ids(self, source: str) -> dict[str, str]:
         """{chunk id: text hash} of a file's recorded chunks."""
         rows = self.db.execute("SELECT id, text_hash FROM chunks WHERE source = ?", (source,))

@@ -612,6 +612,18 @@ class Store:
         }
         return [found[i] for i in ids if i in found]
 
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors by chunk id (for those the store has)."""
+        import numpy as np
+
+        if not ids:
+            return {}
+        result = self._call(self.collection.get, ids=list(ids), include=["embeddings"])
+        return {
+            i: np.asarray(v, dtype=np.float32)
+            for i, v in zip(result["ids"], result["embeddings"], strict=True)
+        }
+
     def _call(self, fn, *args, **kwargs):
         try:
             return fn(*args, **kwargs)

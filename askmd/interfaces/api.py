@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from fastapi import Request
+from fastapi import Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from fastapi.staticfiles import StaticFiles
@@ -39,6 +39,7 @@ WRITER_WAIT_SECONDS = 300.0  # an ingest behind a long one waits this long, then
 LOCK_WAIT_SECONDS = 5.0  # a change waits this long for another process's update, then 409
 MAX_HISTORY = 50  # turns accepted; the last few are used (as in the REPL)
 MAX_TURN_CHARS = 20_000
+MAX_RELATED = 200  # notes one related call lists, as search's top_k
 
 log = logging.getLogger("askmd.server")
 
@@ -240,6 +241,15 @@ def create_app(index: Index, loopback_only: bool = True) -> FastAPIOffline:
         filters = body.filters.filters() if body.filters else None
         hits = index.search(body.query, body.top_k or settings.top_k, filters=filters)
         return pipeline.search_json(body.query, hits)
+
+    @app.get("/api/v1/related", tags=["notes"])
+    def related(
+        note: Annotated[str, Query(min_length=1, max_length=1000)],
+        k: Annotated[int, Query(ge=1, le=MAX_RELATED)] = pipeline.RELATED_K,
+    ) -> dict:
+        """The notes most related to `note` (a path, or a name as a link gives it): the
+        `related --json` object; 404 for a note the index does not have."""
+        return index.related(note, k)
 
     @app.post("/api/v1/ask", tags=["questions"], response_model=None)
     def ask(body: AskBody) -> dict | StreamingResponse:

@@ -278,6 +278,21 @@ def cmd_links(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_related(args: argparse.Namespace, settings: Settings) -> int:
+    """Sync, then list the notes most related to one note, and why."""
+    index = Index(settings)
+    with _kept_on_ctrl_c(index):
+        report = index.sync_to_read(console.SyncProgress(), warn=console.warning)
+    if not args.json:
+        show_sync(index, report)
+    found = index.related(args.note, args.k or pipeline.RELATED_K)
+    if args.json:
+        console.print_json(found)
+    else:
+        console.show_related(found)
+    return 0
+
+
 def cmd_indexes(args: argparse.Namespace, settings: Settings) -> int:
     """List the indexes under the data home, or remove some: each folder tried keeps one."""
     if getattr(args, "indexes_action", None) == "remove":
@@ -399,6 +414,7 @@ REPL_HELP = """\
 Type a question, or a command:
   /debug QUESTION   show the retrieved chunks with their scores (no LLM)
   /sources          everything retrieved for the last answer
+  /related NOTE     the notes most related to a note
   /clear            forget the conversation (follow-ups start afresh)
   /save [FILE]      keep the conversation as Markdown (default: askmd-answers/)
   /reindex          rebuild the index from scratch
@@ -526,6 +542,10 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
         console.show_debug(hits, query, index.backlinks())
         if hits:
             console.show_verdict(index.grounding().judge(query, hits))
+    elif word == "/related":
+        if not rest.strip():
+            raise AskmdError("/related needs a note, e.g. /related Ideas/Garden.md")
+        console.show_related(index.related(rest.strip()))
     elif word == "/sources":
         if talk.last is None:
             raise AskmdError("no answer yet: ask a question first")
@@ -762,6 +782,17 @@ def build_parser(prog: str = "rag.py") -> argparse.ArgumentParser:
     links.add_argument("--json", action="store_true", help="print JSON")
     links.set_defaults(run=cmd_links)
 
+    related = commands.add_parser(
+        "related",
+        help="the notes most related to a note",
+        description="The notes most like a note, by meaning, links and shared tags, each "
+        "with why and whether it is already linked.",
+    )
+    related.add_argument("note", help="the note: its path, or its name as a link gives it")
+    related.add_argument("-k", type=int, metavar="N", help=f"how many notes ({pipeline.RELATED_K})")
+    related.add_argument("--json", action="store_true", help="print JSON")
+    related.set_defaults(run=cmd_related)
+
     serve = commands.add_parser(
         "serve",
         help="serve the HTTP API and a web page (127.0.0.1 only unless a token is set)",
@@ -795,8 +826,8 @@ def build_parser(prog: str = "rag.py") -> argparse.ArgumentParser:
         help="serve the notes to AI assistants (MCP over stdio; read-only unless --allow-write)",
         description="Sync the index, watch the folder, and serve the Model Context Protocol "
         "on stdin/stdout for a client that starts this command (Claude Desktop, Claude Code, "
-        "Cursor, VS Code): tools search_notes, ask, read_note, list_notes, index_status, and "
-        "each note as a note:// resource.",
+        "Cursor, VS Code): tools search_notes, ask, read_note, list_notes, index_status, "
+        "related_notes, and each note as a note:// resource.",
     )
     mcp.add_argument(
         "--allow-write",

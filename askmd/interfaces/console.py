@@ -292,6 +292,24 @@ def show_hits(hits, query: str, full: bool = False) -> None:
         out.print(Panel(Text(snippet), border_style="dim"))
 
 
+def show_related(found: dict) -> None:
+    """`related`: the note, then each related note with its score, whether it is linked
+    already, and why; a dim line when meaning was judged by words (vectors waiting)."""
+    out.print(Text(clean(found["note"]), style="bold"), soft_wrap=True)
+    if not found["related"]:
+        out.print("  no related notes", style="dim")
+    for r in found["related"]:
+        line = Text.assemble(
+            (f"  {r['score']:.4f} ", "magenta"),
+            (clean(r["source"]), "bold"),
+            (" (linked)" if r["linked"] else "", "cyan"),
+            (f"  {', '.join(clean(w) for w in r['why'])}", "dim"),
+        )
+        out.print(line, soft_wrap=True)
+    if any("similar words" in r["why"] for r in found["related"]):
+        out.print("(vectors still being stored: similar by words until then)", style="dim")
+
+
 def _shown_in(hit) -> str:
     """Where embeds show a hit's words (`![[Note#Heading]]`): `shown in a.md:12, b.md:3`."""
     return "shown in " + ", ".join(f"{clean(s)}:{line}" for s, line in hit.shown_in)

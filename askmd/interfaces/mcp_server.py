@@ -63,6 +63,7 @@ INSTRUCTIONS = (
 
 Query = Annotated[str, Field(max_length=answer.MAX_QUESTION_CHARS)]
 K = Annotated[int, Field(ge=1, le=MAX_K, description=f"how many passages, 1 to {MAX_K}")]
+NotesK = Annotated[int, Field(ge=1, le=MAX_K, description=f"how many notes, 1 to {MAX_K}")]
 Line = Annotated[int | None, Field(ge=1, description="1-based, inclusive; front matter counts")]
 
 
@@ -166,6 +167,19 @@ class IndexStatus(TypedDict):
     filler: str  # vectors stored in the background: "running", "stopped: <why>" or "off"
     syncing: bool  # this server's start-up sync, or any process's update, is running
     watching: bool  # changes saved in the folder reach the index as they happen
+
+
+@with_config(OPEN)
+class RelatedNote(TypedDict):
+    source: str
+    score: float
+    linked: bool  # already linked to or from the note
+    why: list[str]  # "similar", "links to it", "linked from it", "shared links", "shared tag #x"
+
+
+class RelatedNotes(TypedDict):
+    note: str
+    related: list[RelatedNote]
 
 
 class AddResult(TypedDict):
@@ -384,6 +398,16 @@ class Notes:
                 "notes": entries,
             }
 
+    def related_notes(self, note: str, k: NotesK = 10) -> RelatedNotes:
+        """The notes most related to a note (its path, or its name as a link gives it), by
+        meaning, links and shared tags, best first: each says why and whether the two are
+        linked already. "similar words" in place of "similar": its vectors are not stored
+        yet, so meaning is judged by its words."""
+        with refusals():
+            check_text(note, "note")
+            self.ready()
+            return self.index.related(note, k)
+
     def index_status(self) -> IndexStatus:
         """What is indexed (the `stats --json` object), whether a sync is running now, and
         whether saved changes are being watched."""
@@ -531,6 +555,7 @@ def build(index: Index, allow_write: bool = False, watch: bool | None = None) ->
     for tool in (notes_.search_notes, notes_.ask, notes_.read_note, notes_.list_notes):
         server.add_tool(tool, annotations=read)
     server.add_tool(notes_.index_status, annotations=read)
+    server.add_tool(notes_.related_notes, annotations=read)
     if allow_write:
         write = types.ToolAnnotations(read_only_hint=False, open_world_hint=False)
         server.add_tool(notes_.add_note, annotations=write)
