@@ -7,9 +7,11 @@ bench broke whenever that one changed, and nothing noticed.
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import sys
+import tempfile
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
@@ -26,6 +28,13 @@ POOL = 100  # candidates taken of each retriever when rules are scored offline
 
 # The Chinese question sets of bench/paraphrase, and where their notes sit in the mixed
 # folder (the Obsidian docs under en/, the Chinese tldr pages under zh/).
+ANSWER_SETS = (  # (file in bench/answers, knowledge folder under the data folder)
+    ("obsidian-en.jsonl", "obsidian-dev-docs/en"),
+    ("obsidian-zh.jsonl", "obsidian-dev-docs/en"),
+    ("obsidian-unanswerable.jsonl", "obsidian-dev-docs/en"),
+    ("tldr-zh.jsonl", "tldr/pages.zh"),
+    ("tldr-zh-unanswerable.jsonl", "tldr/pages.zh"),
+)
 ZH_SETS = (
     ("ZH->EN all", "obsidian-zh.jsonl", ("cross-zh", "cross-zh-hard"), "en/"),
     ("ZH->EN hard", "obsidian-zh.jsonl", ("cross-zh-hard",), "en/"),
@@ -53,6 +62,32 @@ def open_mixed(kb: Path, ix: Path, rebuild: bool = False):
     side = index.store.side(index.embedder.companion_id)
     side.open_existing()
     return index, side, index.embedder.companion()
+
+
+def labelled_set(doc: str, argv: list[str] | None = None) -> tuple[Index, list]:
+    """The command line of the benches over a labelled set (corpus, queries, --index-dir,
+    --limit, --embedding-model): the corpus indexed (or reused), and its queries."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("corpus")
+    parser.add_argument("queries")
+    parser.add_argument("--index-dir")
+    parser.add_argument("--limit", type=int, default=0, help="only the first N queries")
+    parser.add_argument("--embedding-model", default="", help="e.g. use-multilingual")
+    args = parser.parse_args(argv)
+    index = open_index(
+        Path(args.corpus),
+        Path(args.index_dir or tempfile.mkdtemp(prefix="askmd-fusion-")),
+        {"ASKMD_EMBEDDING_MODEL": args.embedding_model},
+    )
+    queries = evaluate.read_queries(Path(args.queries), [])
+    return index, queries[: args.limit or None]
+
+
+def tiny_labelled_set(tmp: Path) -> list[str]:
+    """The arguments of `labelled_set` for the tiny English notes and their two questions."""
+    data, sets = tiny_data(tmp / "data"), tiny_sets(tmp / "sets")
+    corpus = data / "obsidian-dev-docs" / "en"
+    return [str(corpus), str(sets / "obsidian-en.jsonl"), "--index-dir", str(tmp / "ix")]
 
 
 # --- question sets ------------------------------------------------------------------
@@ -222,3 +257,16 @@ def tiny_sets(folder: Path) -> Path:
     for name in ("obsidian-unanswerable.jsonl", "tldr-zh-unanswerable.jsonl"):
         (folder / name).write_text(json.dumps(unanswerable) + "\n", encoding="utf-8")
     return folder
+
+
+def tiny_data(root: Path) -> Path:
+    """The shared data folder in small: the tiny notes where the benches look for the
+    Obsidian docs (obsidian-dev-docs/en) and the Chinese tldr pages (tldr/pages.zh), and
+    both together as the mixed folder (mixed/en, mixed/zh)."""
+    tiny_folder(root / "mixed")
+    for name, text in TINY_NOTES.items():
+        part, file = name.split("/")
+        there = root / {"en": "obsidian-dev-docs/en", "zh": "tldr/pages.zh"}[part] / file
+        there.parent.mkdir(parents=True, exist_ok=True)
+        there.write_text(text, encoding="utf-8")
+    return root
