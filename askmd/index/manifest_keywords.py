@@ -207,7 +207,7 @@ class KeywordPostings(ManifestDB):
     def _field_columns(self) -> list[str]:
         return list(FIELDS) if self._has_fields() else ["0"] * len(FIELDS)
 
-    def _keyword_exact(
+    def keyword_exact(
         self,
         terms: list[str],
         limit: int,
