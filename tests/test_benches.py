@@ -36,7 +36,11 @@ def test_kept_benches_import_only_the_package_and_the_helper():
 
 def _sibling(module: str) -> bool:
     top = module.split(".")[0]
-    return top == "tests" or top in BENCHES or (module.startswith("bench.") and module != "bench.common")
+    return (
+        top == "tests"
+        or top in BENCHES
+        or (module.startswith("bench.") and module != "bench.common")
+    )
 
 
 @pytest.mark.parametrize("name", BENCHES)
