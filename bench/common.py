@@ -8,8 +8,12 @@ bench broke whenever that one changed, and nothing noticed.
 from __future__ import annotations
 
 import argparse
+import html
 import json
+import re
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 from http.server import BaseHTTPRequestHandler
@@ -198,6 +202,55 @@ class InstantLLM(BaseHTTPRequestHandler):
 
     def log_message(self, *args: object) -> None:
         pass
+
+
+# --- Markdown pages as other formats, for the readers -------------------------------
+
+
+def to_html(docs: list[tuple[str, str]], breaks: bool) -> str:
+    """Headings, paragraphs and code lines of each Markdown page; one printed page each."""
+    style = "<style>h1{break-before:page} h1:first-of-type{break-before:auto}</style>"
+    parts = [f'<html><head><meta charset="utf-8"><title>pages</title>{style if breaks else ""}']
+    parts.append("</head><body>")
+    for _, text in docs:
+        for line in text.splitlines():
+            heading = re.match(r"^(#{1,4}) (.*)", line)
+            if heading:
+                level = len(heading.group(1))
+                parts.append(f"<h{level}>{html.escape(heading.group(2))}</h{level}>")
+            elif line.startswith("`") and line.endswith("`"):
+                parts.append(f"<pre>{html.escape(line.strip('`'))}</pre>")
+            elif line.strip():
+                parts.append(f"<p>{html.escape(line.lstrip('>- ').strip())}</p>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def to_docx(docs: list[tuple[str, str]], target: Path) -> None:
+    """Headings, bullets and paragraphs of each Markdown page in one Word document."""
+    import docx
+
+    document = docx.Document()
+    for _, text in docs:
+        for line in text.splitlines():
+            heading = re.match(r"^(#{1,4}) (.*)", line)
+            if heading:
+                document.add_heading(heading.group(2), level=len(heading.group(1)))
+            elif line.startswith("- "):
+                document.add_paragraph(line[2:], style="List Bullet")
+            elif line.strip():
+                document.add_paragraph(line.lstrip("> ").strip("`"))
+    document.save(str(target))
+
+
+def print_pdf(page: Path, target: Path) -> None:
+    """The HTML page printed to PDF by headless Chromium, with an outline of its headings."""
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer",
+         "--generate-pdf-document-outline", f"--print-to-pdf={target}", page.as_uri()],
+        check=True, capture_output=True, timeout=600,
+    )  # fmt: skip
 
 
 # --- the smoke cases' data ----------------------------------------------------------
