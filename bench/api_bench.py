@@ -181,7 +181,7 @@ def smoke(tmp: Path) -> None:
     """The tiny folder, two queries, a fraction of a second of load, one ask of each kind."""
     lines = ['{"query": "how long are backups kept"}', '{"query": "API 监听哪个端口"}']
     (tmp / "queries.jsonl").write_text("\n".join(lines), encoding="utf-8")
-    main(["--workdir", str(tmp), "--knowledge", str(tiny_folder(tmp / "kb")),
+    main(["--workdir", str(tmp), "--knowledge", str(tiny_folder(tmp / "kb", english_only=True)),
           "--queries", str(tmp / "queries.jsonl"), "--seconds", "0.3", "--clients", "2",
           "--asks", "1", "--warm-up", "0"])  # fmt: skip
 

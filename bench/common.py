@@ -287,9 +287,12 @@ TINY_SETS = {  # file: (id, query, kind, relevant note under en/ or zh/, gold an
 }
 
 
-def tiny_folder(root: Path) -> Path:
-    """A five-note folder, English under en/ and Chinese under zh/ (the mixed layout)."""
+def tiny_folder(root: Path, english_only: bool = False) -> Path:
+    """A five-note folder, English under en/ and Chinese under zh/ (the mixed layout);
+    `english_only` leaves zh/ out, so a process indexing it never loads the second model."""
     for name, text in TINY_NOTES.items():
+        if english_only and name.startswith("zh/"):
+            continue
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text, encoding="utf-8")
     return root

@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def smoke(tmp: Path) -> None:
     """The tiny folder: a few sampled chunks, one no-change run, two queries."""
-    kb = tiny_folder(tmp / "notes")
+    kb = tiny_folder(tmp / "notes", english_only=True)
     main([str(kb), "--work", str(tmp / "work"), "--sample", "4", "--queries", "2", "--runs", "1"])
 
 

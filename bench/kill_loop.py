@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def smoke(tmp: Path) -> None:
     """One cold trial on one copy of the tiny folder."""
-    source = tiny_folder(tmp / "notes")
+    source = tiny_folder(tmp / "notes", english_only=True)
     args = ["--runs", "1", "--copies", "1", "--cold", "--source", str(source)]
     assert main([*args, "--work", str(tmp / "work")]) == 0
 

@@ -104,8 +104,8 @@ def main(argv: list[str] | None = None) -> None:
 
 def smoke(tmp: Path) -> None:
     """The tiny folder, one start, two searches after the first."""
-    main([str(tiny_folder(tmp / "notes")), "--work", str(tmp / "work"), "--starts", "1",
-          "--calls", "2"])  # fmt: skip
+    kb = tiny_folder(tmp / "notes", english_only=True)
+    main([str(kb), "--work", str(tmp / "work"), "--starts", "1", "--calls", "2"])
 
 
 if __name__ == "__main__":
