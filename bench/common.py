@@ -16,6 +16,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
@@ -131,6 +132,26 @@ def summary(name: str, values: list[float]) -> dict:
     }
     print(json.dumps(row, ensure_ascii=False), flush=True)
     return row
+
+
+def time_searches(index: Index, questions: list[str], pause: float) -> None:
+    """Each question searched three times, `pause` s apart, after one search timed apart
+    (the process's first, which reads the dictionary): median and 95th percentile."""
+    started = time.perf_counter()
+    index.search(questions[0], 10)  # dictionary, models and store warm
+    first = (time.perf_counter() - started) * 1000
+    times = []
+    for _ in range(3):
+        for q in questions:
+            time.sleep(pause)
+            started = time.perf_counter()
+            index.search(q, 10)
+            times.append((time.perf_counter() - started) * 1000)
+    times.sort()
+    print(
+        f"{len(questions)} questions x 3, {pause} s apart: first search {first:.0f} ms; "
+        f"p50 {statistics.median(times):.1f} ms, p95 {times[int(0.95 * (len(times) - 1))]:.1f} ms\n"
+    )
 
 
 # --- ranking and scoring, offline on candidate lists ---------------------------------

@@ -19,8 +19,6 @@ runs hybrid with retriever.WINDOWS off (no window vectors, windows.py).
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from pathlib import Path
 
 from askmd.search import retriever
@@ -32,6 +30,7 @@ from bench.common import (
     load,
     open_mixed,
     print_table,
+    time_searches,
     tiny_data,
     tiny_sets,
 )
@@ -55,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
         sets = [(label, qs, "") for label, qs, prefix in sets if prefix == "en/"]
     if args.latency is not None:  # first, so the first search reads the dictionary
         asked = dict.fromkeys(q["query"] for _, qs, _ in sets for q in qs)
-        _time(index, [q for q in asked if is_cjk_query(q)], args.latency)
+        time_searches(index, [q for q in asked if is_cjk_query(q)], args.latency)
     rows: dict[tuple[str, str], list] = {}
     for mode in ("hybrid", "keyword"):
         for label, questions, prefix in sets:
@@ -97,24 +96,6 @@ def _cjk_model(index) -> str:
     """The model whose vectors rank a CJK question in this index (its dense share applies)."""
     side = retriever.side_space(index.embedder, index.store)
     return side[0].id if side is not None else index.embedder.id
-
-
-def _time(index, questions: list[str], pause: float) -> None:
-    started = time.perf_counter()
-    index.search(questions[0], 10)  # dictionary, models and store warm
-    first = (time.perf_counter() - started) * 1000
-    times = []
-    for _ in range(3):
-        for q in questions:
-            time.sleep(pause)
-            started = time.perf_counter()
-            index.search(q, 10)
-            times.append((time.perf_counter() - started) * 1000)
-    times.sort()
-    print(
-        f"{len(questions)} questions x 3, {pause} s apart: first search {first:.0f} ms; "
-        f"p50 {statistics.median(times):.1f} ms, p95 {times[int(0.95 * (len(times) - 1))]:.1f} ms\n"
-    )
 
 
 def smoke(tmp: Path) -> None:

@@ -43,6 +43,7 @@ def _sibling(module: str) -> bool:
     )
 
 
+@pytest.mark.slow  # each indexes with the real model, and some start rag.py processes
 @pytest.mark.parametrize("name", BENCHES)
 def test_smoke(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     for key in list(os.environ):
