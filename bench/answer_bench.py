@@ -1,8 +1,8 @@
 """Answer latency: question -> first streamed token, with and without the LLM.
 
-    python bench/answer_bench.py                       # knowledge/, default questions
-    python bench/answer_bench.py --gguf PATH.gguf      # plus end to end with llama.cpp
-    python bench/answer_bench.py --knowledge DIR --questions FILE   # one question a line
+    python -m bench.answer_bench                       # knowledge/, default questions
+    python -m bench.answer_bench --gguf PATH.gguf      # plus end to end with llama.cpp
+    python -m bench.answer_bench --knowledge DIR --questions FILE   # one question a line
 
 1. *askmd's own part* of the time to the first token, in-process on a warm index: the
    search (query embedding + Chroma) and building the prompt, per question.
@@ -16,22 +16,16 @@
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
-import sys
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from askmd.answer import compose as answer  # noqa: E402
-from askmd.answer.chat import Chat  # noqa: E402
-from askmd.interfaces import cli  # noqa: E402
-from askmd.settings import load_settings  # noqa: E402
+from askmd.answer import compose as answer
+from askmd.answer.chat import Chat
+from askmd.pipeline import Index
+from bench.common import ROOT, InstantLLM, open_index, summary, tiny_folder
 
 QUESTIONS = [
     "What port does the API listen on?",
@@ -47,43 +41,7 @@ QUESTIONS = [
 ]
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def summary(name: str, values: list[float]) -> dict:
-    row = {
-        "measure": name,
-        "n": len(values),
-        "p50_ms": round(statistics.median(values), 1),
-        "p95_ms": round(percentile(values, 0.95), 1),
-        "max_ms": round(max(values), 1),
-    }
-    print(json.dumps(row), flush=True)
-    return row
-
-
-class InstantLLM(BaseHTTPRequestHandler):
-    """Streams a fixed cited reply in 20 pieces with no delay."""
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.end_headers()
-        for i in range(20):
-            delta = {"content": f"word{i} " + ("[1]" if i == 19 else "")}
-            chunk = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]}
-            self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-            self.wfile.flush()
-        self.wfile.write(b"data: [DONE]\n\n")
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-def first_piece_ms(index: cli.Index, chat: Chat, question: str, k: int) -> tuple[float, float]:
+def first_piece_ms(index: Index, chat: Chat, question: str, k: int) -> tuple[float, float]:
     """(ms to the first streamed piece, ms to the whole reply), search included."""
     start = time.perf_counter()
     hits = index.search(question, k)
@@ -96,7 +54,7 @@ def first_piece_ms(index: cli.Index, chat: Chat, question: str, k: int) -> tuple
     return ((first or end) - start) * 1000, (end - start) * 1000
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--knowledge", default=str(ROOT / "knowledge"))
     parser.add_argument("--index-dir", help="default: a temporary folder")
@@ -105,19 +63,12 @@ def main() -> None:
     parser.add_argument("--gguf", help="also measure end to end with this model")
     parser.add_argument("-k", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     questions = QUESTIONS
     if args.questions:
         questions = [q for q in Path(args.questions).read_text().splitlines() if q.strip()]
     index_dir = Path(args.index_dir or tempfile.mkdtemp(prefix="askmd-bench-"))
-    settings = load_settings(
-        environ={},
-        dotenv_path=None,
-        overrides={"knowledge_dir": Path(args.knowledge), "index_dir": index_dir},
-    )
-    index = cli.Index(settings)
-    report = index.sync()
-    print(f"# {report.chunks_total} chunks in {args.knowledge}", flush=True)
+    index = open_index(Path(args.knowledge), index_dir)
     index.search("warm-up", args.k)
 
     own = []
@@ -152,6 +103,14 @@ def main() -> None:
         summary(f"to first token, {Path(args.gguf).name}", firsts)
         summary(f"whole answer, {Path(args.gguf).name}", totals)
         local.close()
+
+
+def smoke(tmp: Path) -> None:
+    """Two questions, one round, over the tiny folder."""
+    (tmp / "questions.txt").write_text("\n".join(QUESTIONS[:2]), encoding="utf-8")
+    kb = tiny_folder(tmp / "kb")
+    main(["--knowledge", str(kb), "--index-dir", str(tmp / "ix"), "--rounds", "1",
+          "--questions", str(tmp / "questions.txt")])  # fmt: skip
 
 
 if __name__ == "__main__":

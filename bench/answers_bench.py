@@ -1,7 +1,7 @@
 """Score answers, not only retrieval: declined questions and gold recall, EN and ZH.
 
-    python bench/answers_bench.py                       # every set of bench/answers
-    python bench/answers_bench.py --dump features.jsonl # and each question's measures
+    python -m bench.answers_bench                       # every set of bench/answers
+    python -m bench.answers_bench --dump features.jsonl # and each question's measures
 
 Indexes each knowledge folder once under --index-root (reused by later runs), asks every
 question of the sets in bench/answers (see its README) as `rag.py ask` does, without an
@@ -15,42 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from askmd import evaluate  # noqa: E402
-from askmd.pipeline import Index  # noqa: E402
-from askmd.settings import load_settings  # noqa: E402
-
-SETS_DIR = ROOT / "bench" / "answers"
-DATA = ROOT.parent / "shared" / "data"
-SETS = (  # (file in bench/answers, knowledge folder under the data folder)
-    ("obsidian-en.jsonl", "obsidian-dev-docs/en"),
-    ("obsidian-zh.jsonl", "obsidian-dev-docs/en"),
-    ("obsidian-unanswerable.jsonl", "obsidian-dev-docs/en"),
-    ("tldr-zh.jsonl", "tldr/pages.zh"),
-    ("tldr-zh-unanswerable.jsonl", "tldr/pages.zh"),
-)
+from askmd import evaluate
+from askmd.pipeline import Index
+from bench.common import ANSWER_SETS, ANSWERS, DATA, open_index, tiny_data, tiny_sets
 
 
-def open_index(folder: str, index_root: Path, environ: dict[str, str]) -> Index:
-    settings = load_settings(
-        environ=environ,
-        dotenv_path=None,
-        overrides={
-            "knowledge_dir": DATA / folder,
-            "index_dir": index_root / folder.replace("/", "-"),
-        },
-    )
-    index = Index(settings)
-    index.sync()
-    return index
-
-
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--index-root", type=Path, default=Path("/tmp/askmd-bench"))
     parser.add_argument("--dump", type=Path, help="write each question's measures here")
@@ -58,7 +30,9 @@ def main() -> None:
     parser.add_argument(
         "--setting", action="append", default=[], help="NAME=VALUE, e.g. ASKMD_TOP_K=5"
     )
-    args = parser.parse_args()
+    parser.add_argument("--data", type=Path, default=DATA, help="the shared data folder")
+    parser.add_argument("--sets", type=Path, default=ANSWERS, help="the folder of the sets")
+    args = parser.parse_args(argv)
     environ = dict(s.split("=", 1) for s in args.setting)
     indexes: dict[str, Index] = {}
     dumped = args.dump.open("w", encoding="utf-8") if args.dump else None
@@ -66,14 +40,15 @@ def main() -> None:
     print("| set | questions | declined unanswerable | declined answerable | gold recall "
           "| top chunk recall | answer chars | top chunk chars | ms p50 |")  # fmt: skip
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for name, folder in SETS:
+    for name, folder in ANSWER_SETS:
         if args.only and args.only not in name:
             continue
-        path = SETS_DIR / name
+        path = args.sets / name
         if not path.is_file():
             continue
         if folder not in indexes:
-            indexes[folder] = open_index(folder, args.index_root, environ)
+            ix = args.index_root / folder.replace("/", "-")
+            indexes[folder] = open_index(args.data / folder, ix, environ)
         index = indexes[folder]
         queries = evaluate.read_queries(path, answers=True)
         ground = index.grounding()
@@ -112,6 +87,12 @@ def _row(label: str, s: dict) -> None:
         f"| {f(s['ms_p50'], '{:.0f}')} |",
         flush=True,
     )
+
+
+def smoke(tmp: Path) -> None:
+    """Every set in small (two questions, one unanswerable) over the tiny notes."""
+    main(["--data", str(tiny_data(tmp / "data")), "--sets", str(tiny_sets(tmp / "sets")),
+          "--index-root", str(tmp / "ix"), "--dump", str(tmp / "features.jsonl")])  # fmt: skip
 
 
 if __name__ == "__main__":

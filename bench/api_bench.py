@@ -1,7 +1,7 @@
 """The HTTP API under load: concurrent searches on a 10,000-chunk index, and streamed asks.
 
-    python bench/api_bench.py                      # 30 s, 4 clients, index in /tmp/askmd-api-bench
-    python bench/api_bench.py --seconds 30 --clients 8 --workdir DIR
+    python -m bench.api_bench                      # 30 s, 4 clients, index in /tmp/askmd-api-bench
+    python -m bench.api_bench --seconds 30 --clients 8 --workdir DIR
 
 The knowledge folder is made of links to the shared data: SciFact and CMRC 2018 (9,221
 chunks) plus the smaller tldr page folders (~800), so the index holds about 10,000 chunks
@@ -25,7 +25,6 @@ import random
 import re
 import statistics
 import subprocess
-import sys
 import threading
 import time
 from http.server import ThreadingHTTPServer
@@ -33,12 +32,10 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data"
+from bench.common import DATA, RAG, ROOT, InstantLLM, percentile, tiny_folder
+
 TLDR = ("osx", "windows", "android", "dos", "cisco-ios", "freebsd", "sunos", "openbsd", "netbsd")
 URL = re.compile(r"http://127\.0\.0\.1:\d+")
-
-from answer_bench import InstantLLM, percentile  # noqa: E402
 
 
 def knowledge_folder(workdir: Path) -> Path:
@@ -52,10 +49,10 @@ def knowledge_folder(workdir: Path) -> Path:
     return kb
 
 
-def queries() -> list[str]:
+def queries(files: list[Path]) -> list[str]:
     found = []
-    for name in ("scifact", "cmrc2018"):
-        with open(DATA / name / "queries.jsonl", encoding="utf-8") as lines:
+    for path in files:
+        with open(path, encoding="utf-8") as lines:
             found += [json.loads(line)["query"] for line in lines if line.strip()]
     found = [q for q in found if q and q.strip()]
     random.Random(7).shuffle(found)
@@ -64,8 +61,8 @@ def queries() -> list[str]:
 
 class Server:
     def __init__(self, kb: Path, ix: Path, **env: str):
-        self.command = [sys.executable, str(ROOT / "rag.py"), "--knowledge", str(kb),
-                        "--index-dir", str(ix), "serve", "--port", "0"]  # fmt: skip
+        self.command = [*RAG, "--knowledge", str(kb), "--index-dir", str(ix), "serve",
+                        "--port", "0"]  # fmt: skip
         self.env = {**{k: v for k, v in __import__("os").environ.items()}, **env}
 
     def __enter__(self) -> str:
@@ -150,23 +147,25 @@ def streamed_asks(url: str, texts: list[str], label: str, n: int) -> dict:
     return row
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/askmd-api-bench"))
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--asks", type=int, default=30)
-    args = parser.parse_args()
-    kb, ix = knowledge_folder(args.workdir), args.workdir / "ix"
-    subprocess.run(
-        [sys.executable, str(ROOT / "rag.py"), "--knowledge", str(kb), "--index-dir", str(ix),
-         "index"], check=True,
-    )  # fmt: skip
-    texts = queries()
+    parser.add_argument("--warm-up", type=float, default=5, help="seconds, not reported")
+    parser.add_argument("--knowledge", type=Path, help="this folder instead of the shared data")
+    parser.add_argument("--queries", type=Path, action="append", help="JSON lines with a query")
+    args = parser.parse_args(argv)
+    kb, ix = args.knowledge or knowledge_folder(args.workdir), args.workdir / "ix"
+    subprocess.run([*RAG, "--knowledge", str(kb), "--index-dir", str(ix), "index"], check=True)
+    sets = args.queries or [DATA / name / "queries.jsonl" for name in ("scifact", "cmrc2018")]
+    texts = queries(sets)
     with Server(kb, ix) as url:
         stats = httpx.get(url + "/api/v1/stats").json()
         print(json.dumps({"files": stats["files"], "chunks": stats["chunks"]}), flush=True)
-        load(url, texts[:200], 1, 5)  # warm-up, not reported
+        if args.warm_up:
+            load(url, texts[:200], 1, args.warm_up)
         load(url, texts, 1, args.seconds)
         load(url, texts, args.clients, args.seconds)
         streamed_asks(url, texts, "extractive (no LLM)", args.asks)
@@ -176,6 +175,15 @@ def main() -> None:
     with Server(kb, ix, OPENAI_BASE_URL=llm_url, OPENAI_API_KEY="x", ASKMD_LLM_MODEL="m") as url:
         streamed_asks(url, texts, "instant LLM over HTTP", args.asks)
     llm.shutdown()
+
+
+def smoke(tmp: Path) -> None:
+    """The tiny folder, two queries, a fraction of a second of load, one ask of each kind."""
+    lines = ['{"query": "how long are backups kept"}', '{"query": "API 监听哪个端口"}']
+    (tmp / "queries.jsonl").write_text("\n".join(lines), encoding="utf-8")
+    main(["--workdir", str(tmp), "--knowledge", str(tiny_folder(tmp / "kb", english_only=True)),
+          "--queries", str(tmp / "queries.jsonl"), "--seconds", "0.3", "--clients", "2",
+          "--asks", "1", "--warm-up", "0"])  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """A big note saved into a watched folder: how long the notes saved after it wait, and Ctrl-C.
 
-    python bench/big_note_bench.py [--checkout DIR] [--lines N] [--ctrl-c-after S]
+    python -m bench.big_note_bench [--checkout DIR] [--lines N] [--ctrl-c-after S]
 
 Runs `rag.py watch --json` (from this checkout, or from DIR: another checkout, for the
 code before a change) over a small folder indexed beforehand, then saves a note of N
@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench.common import ROOT
 
 
 def seen_at(stream, names: set[str], within: float) -> dict[str, float]:
@@ -42,7 +42,7 @@ def seen_at(stream, names: set[str], within: float) -> dict[str, float]:
     return seen
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkout", type=Path, default=ROOT)
     parser.add_argument("--lines", type=int, default=16_000)
@@ -50,7 +50,7 @@ def main() -> None:
     parser.add_argument(
         "--ctrl-c-after", type=float, metavar="S", help="Ctrl-C S s after the small note's save"
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     shutil.rmtree(args.work, ignore_errors=True)
     kb = args.work / "kb"
     kb.mkdir(parents=True)
@@ -66,8 +66,9 @@ def main() -> None:
         env=env,
         text=True,
     )
-    while "watching" not in watch.stderr.readline():
-        pass
+    while "watching" not in (line := watch.stderr.readline()):
+        if not line:
+            raise SystemExit(f"the watcher stopped: exit status {watch.wait()}")
     big = "# Depot log\n\n" + "".join(
         f"Crate kx{i:06}q entered the depot at minute {i} of the day.\n\n"
         for i in range(args.lines)
@@ -99,6 +100,11 @@ def main() -> None:
             }
         )
     )
+
+
+def smoke(tmp: Path) -> None:
+    """A 50-line big note."""
+    main(["--lines", "50", "--work", str(tmp / "work")])
 
 
 if __name__ == "__main__":

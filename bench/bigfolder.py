@@ -9,7 +9,7 @@ identical copies would have unrealistically flat term statistics). Documents are
 into files of about 7.5 KB, the real set's average, so the file count scales with the
 size as it does there. Deterministic: the same --mb and --seed give the same bytes.
 
-    python bench/bigfolder.py --mb 200 --out /tmp/askmd-big-200
+    python -m bench.bigfolder --mb 200 --out /tmp/askmd-big-200
 """
 
 from __future__ import annotations
@@ -22,12 +22,13 @@ import sys
 import time
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
-SETS = (  # (name, corpus folder)
-    ("scifact", DATA / "scifact" / "corpus"),
-    ("cmrc", DATA / "cmrc2018" / "corpus"),
-    ("tldr", DATA / "tldr" / "pages"),
-    ("tldr-zh", DATA / "tldr" / "pages.zh"),
+from bench.common import DATA, tiny_data
+
+SETS = (  # (name, corpus folder under the data folder)
+    ("scifact", "scifact/corpus"),
+    ("cmrc", "cmrc2018/corpus"),
+    ("tldr", "tldr/pages"),
+    ("tldr-zh", "tldr/pages.zh"),
 )
 # The documentation set averages 7.5 KB a file; the last document a file takes overshoots
 # this by half a document on average.
@@ -36,11 +37,11 @@ PERTURB = 0.02  # share of words (characters in CJK text) swapped or dropped per
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 
-def base_documents() -> list[tuple[str, str, str]]:
+def base_documents(data: Path) -> list[tuple[str, str, str]]:
     """(set, title, body) of every shared document, in a fixed order."""
     docs = []
     for name, folder in SETS:
-        for path in sorted(folder.rglob("*.md")):
+        for path in sorted((data / folder).rglob("*.md")):
             text = path.read_text(encoding="utf-8")
             title, body = _split_title(text, path.stem)
             docs.append((name, title, body))
@@ -83,12 +84,12 @@ def perturb(text: str, rng: random.Random) -> str:
     return "\n".join(out)
 
 
-def build(out: Path, mb: float, seed: int) -> tuple[int, int]:
+def build(out: Path, mb: float, seed: int, data: Path = DATA) -> tuple[int, int]:
     """Write the folder; return (files, bytes)."""
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
-    docs = base_documents()
+    docs = base_documents(data)
     target = int(mb * 1_000_000)
     written = files = 0
     copy = 0
@@ -123,21 +124,28 @@ def build(out: Path, mb: float, seed: int) -> tuple[int, int]:
     return files, written
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mb", type=float, default=200.0, help="target size in MB")
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--out", type=Path, default=None, help="default /tmp/askmd-big-<mb>")
-    args = parser.parse_args()
+    parser.add_argument("--data", type=Path, default=DATA, help="the shared data folder")
+    args = parser.parse_args(argv)
     out = args.out or Path(f"/tmp/askmd-big-{args.mb:g}")
     if not str(out.resolve()).startswith("/tmp/"):
         print("the folder goes under /tmp, never in the repository", file=sys.stderr)
         return 2
     started = time.perf_counter()
-    files, size = build(out, args.mb, args.seed)
+    files, size = build(out, args.mb, args.seed, args.data)
     took = time.perf_counter() - started
     print(f"{out}: {files} files, {size / 1e6:.1f} MB in {took:.1f} s")
     return 0
+
+
+def smoke(tmp: Path) -> None:
+    """10 KB made from the tiny notes."""
+    data = tiny_data(tmp / "data")
+    assert main(["--mb", "0.01", "--out", str(tmp / "big"), "--data", str(data)]) == 0
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """The citation check: how many wrong citations it flags, and how many right ones.
 
-    python bench/citations_bench.py
+    python -m bench.citations_bench [--data DIR] [--index-root DIR]
 
 For each answerable question of bench/answers with a gold answer, over its folder's index:
 the top 5 passages are retrieved as `ask` retrieves them; the passage holding the gold
@@ -13,16 +13,13 @@ set, the share of wrong citations flagged and of right ones flagged by the check
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from askmd import evaluate  # noqa: E402
-from askmd.answer import grounding  # noqa: E402
-from bench.answers_bench import SETS, SETS_DIR, open_index  # noqa: E402
+from askmd import evaluate
+from askmd.answer import grounding
+from bench.common import ANSWER_SETS, ANSWERS, DATA, open_index, tiny_data, tiny_sets
 
 
 def cases(index, queries):
@@ -51,15 +48,21 @@ RULES = (  # (label, SUPPORT_MARGIN, ANOTHER_SAYS_IT)
 )
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DATA, help="the shared data folder")
+    parser.add_argument("--sets", type=Path, default=ANSWERS, help="the folder of the sets")
+    parser.add_argument("--index-root", type=Path, default=Path("/tmp/askmd-bench"))
+    parser.add_argument("--only", help="run the sets whose file name contains this")
+    args = parser.parse_args(argv)
     print("| set | rule | right | wrong | wrong flagged | right flagged | ms per answer |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     chosen = (grounding.SUPPORT_MARGIN, grounding.ANOTHER_SAYS_IT)
-    for name, folder in SETS:
-        path = SETS_DIR / name
-        if "unanswerable" in name or not path.is_file():
+    for name, folder in ANSWER_SETS:
+        path = args.sets / name
+        if "unanswerable" in name or not path.is_file() or (args.only and args.only not in name):
             continue
-        index = open_index(folder, Path("/tmp/askmd-bench"), {})
+        index = open_index(args.data / folder, args.index_root / folder.replace("/", "-"))
         ground = index.grounding()
         found = list(cases(index, evaluate.read_queries(path, answers=True)))
         if not found:
@@ -84,6 +87,12 @@ def main() -> None:
 
 def _share(flags: list[bool]) -> float:
     return sum(flags) / len(flags) if flags else 0.0
+
+
+def smoke(tmp: Path) -> None:
+    """The English set in small over the tiny notes (answers_bench covers the others)."""
+    main(["--data", str(tiny_data(tmp / "data")), "--sets", str(tiny_sets(tmp / "sets")),
+          "--index-root", str(tmp / "ix"), "--only", "obsidian-en"])  # fmt: skip
 
 
 if __name__ == "__main__":

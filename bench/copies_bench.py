@@ -1,6 +1,6 @@
 """Notes made from one template: do identical vectors hide the other notes from dense search?
 
-    python bench/copies_bench.py [--copies 50,100,200,300,500,1000,2000] [--jitter 0,0.001]
+    python -m bench.copies_bench [--copies 50,100,200,300,500,1000,2000] [--jitter 0,0.001]
 
 For each number of copies and each store.JITTER, a fresh folder holds that many empty
 daily notes made from one template (two chunks each, so two groups of identical vectors)
@@ -11,16 +11,13 @@ the rank of the right note in the dense top 10 (0: not there) and the cold index
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from askmd.index import store  # noqa: E402
-from askmd.pipeline import Index  # noqa: E402
-from askmd.settings import load_settings  # noqa: E402
+from askmd.index import store
+from askmd.pipeline import Index
+from askmd.settings import load_settings
 
 TEMPLATE = (
     "# Daily note\n\n## Tasks\n\nNothing planned yet, fill this in during the day.\n\n"
@@ -38,11 +35,12 @@ QUESTIONS = (
 )
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", default="50,100,200,300,500,1000,2000")
     parser.add_argument("--jitter", default="0,0.001")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    chosen = store.JITTER
     print("| copies | JITTER | ranks (power, garden, bread) | index s |")
     print("| ---: | ---: | --- | ---: |")
     for copies in (int(c) for c in args.copies.split(",")):
@@ -66,6 +64,12 @@ def main() -> None:
                     ranks.append(found.index(note) + 1 if note in found else 0)
                 index.manifest.close()
             print(f"| {copies} | {jitter:g} | {', '.join(map(str, ranks))} | {took:.1f} |")
+    store.JITTER = chosen
+
+
+def smoke(tmp: Path) -> None:
+    """Five copies, the shipped jitter."""
+    main(["--copies", "5", "--jitter", str(store.JITTER)])
 
 
 if __name__ == "__main__":

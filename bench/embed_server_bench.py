@@ -10,7 +10,7 @@ texts per second over the same texts, batch size and N requests in flight:
 - before: OpenAIEmbedder one batch at a time, as askmd embedded before it sent batches
   concurrently.
 
-    .venv/bin/python bench/embed_server_bench.py [--texts 4096] [--latency 0.05] [--runs 3]
+    python -m bench.embed_server_bench [--texts 4096] [--latency 0.05] [--runs 3]
 """
 
 from __future__ import annotations
@@ -24,10 +24,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from askmd.index.embedder import OpenAIEmbedder  # noqa: E402
+from askmd.index.embedder import OpenAIEmbedder
+from bench.common import ROOT
 
 BATCH = 64
 DIMENSION = 64
@@ -106,12 +104,13 @@ def paired(
     return statistics.median(speeds[0]), statistics.median(speeds[1]), statistics.median(ratios)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--texts", type=int, default=4096)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--runs", type=int, default=3)
-    args = parser.parse_args()
+    parser.add_argument("--limits", default="1,4,8", help="requests the server serves at once")
+    args = parser.parse_args(argv)
     # ~200 characters each, distinct: well under the token cap, so every batch has BATCH.
     texts = [
         f"passage {i}: " + "the backup runs nightly and keeps copies " * 5
@@ -122,7 +121,7 @@ def main() -> None:
     print("| N in flight (server limit) | raw client texts/s | askmd texts/s | askmd / raw "
           "| before (1 in flight) texts/s | server peak, 429s |")  # fmt: skip
     print("| --- | --- | --- | --- | --- | --- |")
-    for limit in (1, 4, 8):
+    for limit in (int(n) for n in args.limits.split(",")):
         server, url = start_server(args.latency, limit)
         try:
             speed_raw, speed_askmd, ratio = paired(
@@ -135,6 +134,11 @@ def main() -> None:
             f"| {limit} | {speed_raw:,.0f} | {speed_askmd:,.0f} | {ratio:.2f} "
             f"| {speed_before:,.0f} | {said} |"
         )
+
+
+def smoke(tmp: Path) -> None:
+    """Two batches' worth of texts, one run, two requests at once, no server delay."""
+    main(["--texts", str(BATCH * 2), "--runs", "1", "--latency", "0", "--limits", "2"])
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """The answer without an LLM: do its sentences come from the note that answers?
 
-    python bench/extractive_bench.py KB IX
+    python -m bench.extractive_bench KB IX
 
-KB and IX are the mixed folder and index of zh_to_en_bench.py (the vault under en/, the
-Chinese tldr pages under zh/). Each paraphrase question is searched once as shipped (top
+KB and IX are the mixed folder and its index (the vault under en/, the Chinese tldr pages
+under zh/: bench/README.md). Each paraphrase question is searched once as shipped (top
 5, the REPL's default); its extractive answer (answer.extractive) is then built with each
 combination of the answer's switches: sentences shown by score or by passage
 (answer.PASSAGE_ORDER), a Chinese question's words counted in English too or not
@@ -15,15 +15,10 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from multilingual_bench import load, open_mixed  # noqa: E402
-
-from askmd.answer import compose as answer  # noqa: E402
+from askmd.answer import compose as answer
+from bench.common import PARAPHRASE, load, open_mixed, tiny_data, tiny_sets
 
 SETS = (
     ("EN (76)", "obsidian-en.jsonl", ("plain", "hard"), "en/"),
@@ -39,17 +34,18 @@ SWITCHES = (  # (PASSAGE_ORDER, TRANSLATED_WORDS)
 _CITED = re.compile(r"\[(\d+)\]\s*$", re.M)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("kb", type=Path)
     parser.add_argument("ix", type=Path)
-    args = parser.parse_args()
+    parser.add_argument("--sets", type=Path, default=PARAPHRASE, help="the folder of the sets")
+    args = parser.parse_args(argv)
     index, _, _ = open_mixed(args.kb, args.ix)
     shipped = (answer.PASSAGE_ORDER, answer.TRANSLATED_WORDS)
     print("| set | shown by | Chinese words in English | first bullet answers | any bullet "
           "answers | bullets |\n| --- | --- | --- | ---: | ---: | ---: |")  # fmt: skip
     for label, name, kinds, prefix in SETS:
-        searched = [(q, index.search(q["query"], 5)) for q in load(name, kinds)]
+        searched = [(q, index.search(q["query"], 5)) for q in load(name, kinds, args.sets)]
         for order, translated in SWITCHES:
             answer.PASSAGE_ORDER, answer.TRANSLATED_WORDS = order, translated
             first = anywhere = bullets = 0
@@ -66,6 +62,12 @@ def main() -> None:
                 f" | {first}/{n} | {anywhere}/{n} | {bullets} |"
             )
     answer.PASSAGE_ORDER, answer.TRANSLATED_WORDS = shipped
+
+
+def smoke(tmp: Path) -> None:
+    """The sets in small over the tiny mixed folder."""
+    kb, sets = tiny_data(tmp / "data") / "mixed", tiny_sets(tmp / "sets")
+    main([str(kb), str(tmp / "ix"), "--sets", str(sets)])
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """How hybrid search should rank while the vector store is still being filled.
 
-    python bench/fill_bench.py /tmp/ev/scisub/corpus /tmp/ev/scisub/queries.jsonl \
+    python -m bench.fill_bench /tmp/ev/scisub/corpus /tmp/ev/scisub/queries.jsonl \
         --index-dir /tmp/ev/scifact
 
 Indexes the folder whole (or reuses the index), then pretends the filling stopped part
@@ -15,17 +15,11 @@ back at the end.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from fusion_bench import labelled_set  # noqa: E402
-
-from askmd import evaluate  # noqa: E402
-from askmd.search import retriever  # noqa: E402
+from askmd import evaluate
+from askmd.search import retriever
+from bench.common import labelled_set, tiny_labelled_set
 
 FILLS = (0, 25, 50, 75, 100)
 
@@ -45,9 +39,10 @@ def mark_filled(db, percent: int) -> int:
     return keep
 
 
-def main() -> None:
-    index, queries = labelled_set(__doc__)
+def main(argv: list[str] | None = None) -> None:
+    index, queries = labelled_set(__doc__, argv)
     db = index.manifest.db
+    chosen = retriever.PARTIAL
     try:
         for percent in FILLS:
             mark_filled(db, percent)
@@ -60,6 +55,12 @@ def main() -> None:
                     break  # every rule is the same there: keyword alone / the full blend
     finally:
         mark_filled(db, 100)
+        retriever.PARTIAL = chosen
+
+
+def smoke(tmp: Path) -> None:
+    """The tiny English notes and their two questions."""
+    main(tiny_labelled_set(tmp))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """How often a question asked after another retrieves its note: old rule against new.
 
-    python bench/follow_up_bench.py [--knowledge knowledge] [--pairs bench/follow_up_pairs.jsonl]
+    python -m bench.follow_up_bench [--knowledge knowledge] [--pairs bench/follow_up_pairs.jsonl]
 
 Each line of the pairs file holds a first question, a second one, whether the second is
 a follow-up, and the file that answers the second. The first is searched as asked; the
@@ -18,12 +18,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from askmd.answer import compose as answer  # noqa: E402
-from askmd.pipeline import Index  # noqa: E402
-from askmd.settings import Settings  # noqa: E402
-from askmd.terms import content_terms  # noqa: E402
+from askmd.answer import compose as answer
+from askmd.terms import content_terms
+from bench.common import ROOT, open_index, tiny_folder
 
 K = 10
 # The old rule's words of dependence: any pronoun, demonstrative, or opening "and", "why"…
@@ -48,15 +45,14 @@ def file_rank(hits, relevant: str | list[str]) -> int:
     return next((i for i, f in enumerate(files, start=1) if f in wanted), 0)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--knowledge", default="knowledge")
-    parser.add_argument("--pairs", default="bench/follow_up_pairs.jsonl")
+    parser.add_argument("--knowledge", default=str(ROOT / "knowledge"))
+    parser.add_argument("--pairs", default=str(ROOT / "bench" / "follow_up_pairs.jsonl"))
     parser.add_argument("--index-dir", default="")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     index_dir = Path(args.index_dir or tempfile.mkdtemp(prefix="askmd-follow-up-"))
-    index = Index(Settings(knowledge_dir=Path(args.knowledge), index_dir=index_dir))
-    index.sync()
+    index = open_index(Path(args.knowledge), index_dir)
     search = lambda q: index.search(q, K)  # noqa: E731
     pairs = [json.loads(line) for line in open(args.pairs, encoding="utf-8") if line.strip()]
     table: dict[tuple[str, str], list[int]] = {}
@@ -86,6 +82,20 @@ def main() -> None:
         cells = (rate(old, 1), rate(old, 5), rate(new, 1), rate(new, 5))
         rates = "".join(f"{x:>10}" for x in cells)
         print(f"{group:<14}{len(old):>4}{rates}")
+
+
+def smoke(tmp: Path) -> None:
+    """Two pairs over the tiny notes: a follow-up and a new question."""
+    pairs = [
+        {"first": "how long are database backups kept", "second": "and how do I restore it",
+         "follow_up": True, "relevant": "en/backups.md"},
+        {"first": "how long are database backups kept", "second": "which port does the API use",
+         "follow_up": False, "relevant": "en/deploy.md"},
+    ]  # fmt: skip
+    lines = "\n".join(json.dumps(p) for p in pairs)
+    (tmp / "pairs.jsonl").write_text(lines, encoding="utf-8")
+    main(["--knowledge", str(tiny_folder(tmp / "kb")), "--pairs", str(tmp / "pairs.jsonl"),
+          "--index-dir", str(tmp / "ix")])  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Choose how to fuse keyword and dense search, by measurement on a labelled set.
 
-    python bench/fusion_bench.py ../shared/data/scifact/corpus \
+    python -m bench.fusion_bench ../shared/data/scifact/corpus \
         ../shared/data/scifact/queries.jsonl --index-dir /tmp/ev/scifact
 
 Builds (or reuses) the index of the folder, then for every query takes the top 100
@@ -13,31 +13,21 @@ warm latency of the real search (k=5) in each mode.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
-import sys
-import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from askmd import evaluate  # noqa: E402
-from askmd.interfaces import cli  # noqa: E402
-from askmd.settings import load_settings  # noqa: E402
-
-POOL = 100
+from bench.common import POOL, files, labelled_set, tiny_labelled_set
 
 
 def metrics(runs: list[tuple[list[str], set[str]]]) -> dict:
     hit1 = hit10 = recall = mrr = 0.0
-    for files, relevant in runs:
-        ranks = [i for i, f in enumerate(files[:10], start=1) if f in relevant]
+    for ranked, relevant in runs:
+        ranks = [i for i, f in enumerate(ranked[:10], start=1) if f in relevant]
         hit1 += bool(ranks and ranks[0] == 1)
         hit10 += bool(ranks)
-        recall += len({f for f in files[:10] if f in relevant}) / max(1, len(relevant))
+        recall += len({f for f in ranked[:10] if f in relevant}) / max(1, len(relevant))
         mrr += 1 / ranks[0] if ranks else 0
     n = max(1, len(runs))
     return {
@@ -46,10 +36,6 @@ def metrics(runs: list[tuple[list[str], set[str]]]) -> dict:
         "recall@10": round(recall / n, 3),
         "mrr@10": round(mrr / n, 3),
     }
-
-
-def files_of(ranked_chunks: list[str]) -> list[str]:
-    return list(dict.fromkeys(c.split("#", 1)[0] for c in ranked_chunks))
 
 
 def rrf(dense, keyword, k: int, w_dense: float, w_keyword: float) -> list[str]:
@@ -76,32 +62,8 @@ def blend(dense, keyword, alpha: float) -> list[str]:
     return sorted(score, key=lambda c: -score[c])
 
 
-def labelled_set(doc: str) -> tuple[cli.Index, list]:
-    """The command line every fusion bench takes (corpus, queries, --index-dir, --limit,
-    --embedding-model), the corpus indexed (or reused), and its queries."""
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
-    parser.add_argument("corpus")
-    parser.add_argument("queries")
-    parser.add_argument("--index-dir")
-    parser.add_argument("--limit", type=int, default=0, help="only the first N queries")
-    parser.add_argument("--embedding-model", default="", help="e.g. use-multilingual")
-    args = parser.parse_args()
-    settings = load_settings(
-        environ={"ASKMD_EMBEDDING_MODEL": args.embedding_model},
-        dotenv_path=None,
-        overrides={
-            "knowledge_dir": Path(args.corpus),
-            "index_dir": Path(args.index_dir or tempfile.mkdtemp(prefix="askmd-fusion-")),
-        },
-    )
-    index = cli.Index(settings)
-    index.sync()
-    queries = evaluate.read_queries(Path(args.queries), [])
-    return index, queries[: args.limit or None]
-
-
-def main() -> None:
-    index, queries = labelled_set(__doc__)
+def main(argv: list[str] | None = None) -> None:
+    index, queries = labelled_set(__doc__, argv)
     lists = []
     for q in queries:
         dense = [(h.chunk_id, h.score) for h in index.search(q.query, POOL, mode="dense")]
@@ -115,7 +77,7 @@ def main() -> None:
         rules[f"blend alpha={alpha}"] = lambda d, kw, a=alpha: blend(d, kw, a)
     results = []
     for name, rule in rules.items():
-        runs = [(files_of(rule(d, kw)), rel) for d, kw, rel in lists]
+        runs = [(files(rule(d, kw)), rel) for d, kw, rel in lists]
         results.append({"rule": name, "queries": len(runs), **metrics(runs)})
     for row in sorted(results, key=lambda r: r["mrr@10"]):
         print(json.dumps(row), flush=True)
@@ -130,6 +92,11 @@ def main() -> None:
         p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
         row = {"latency": mode, "k": 5, "p50_ms": round(statistics.median(times), 1)}
         print(json.dumps({**row, "p95_ms": round(p95, 1)}), flush=True)
+
+
+def smoke(tmp: Path) -> None:
+    """The tiny English notes and their two questions."""
+    main(tiny_labelled_set(tmp))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Exact identifiers: is the one chunk holding a looked-up identifier ranked first?
 
-    python bench/identifiers_bench.py            # made-up and real identifiers
-    python bench/identifiers_bench.py --off      # the same with retriever.EXACT_IDENTIFIERS off
+    python -m bench.identifiers_bench            # made-up and real identifiers
+    python -m bench.identifiers_bench --off      # the same with retriever.EXACT_IDENTIFIERS off
 
 Two sets over a copy of ../shared/data/obsidian-dev-docs/en (the copy is made once under
 --work and reused):
@@ -23,31 +23,28 @@ import shutil
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from askmd.pipeline import Index
+from askmd.search import identifiers, retriever
+from bench.common import DATA, open_index, tiny_folder
 
-from askmd.pipeline import Index  # noqa: E402
-from askmd.search import identifiers, retriever  # noqa: E402
-from askmd.settings import load_settings  # noqa: E402
-
-VAULT = ROOT.parent / "shared" / "data" / "obsidian-dev-docs" / "en"
+VAULT = DATA / "obsidian-dev-docs" / "en"
 MADE_UP = 30
 REAL = 30
 
 
-def prepare(work: Path) -> Path:
+def prepare(work: Path, vault: Path, made_up: int) -> Path:
     folder = work / "vault"
     if folder.is_dir():
         return folder
-    shutil.copytree(VAULT, folder)
-    notes = sorted(folder.rglob("*.md"), key=lambda p: (-p.stat().st_size, str(p)))[:MADE_UP]
+    shutil.copytree(vault, folder)
+    notes = sorted(folder.rglob("*.md"), key=lambda p: (-p.stat().st_size, str(p)))[:made_up]
     for i, note in enumerate(notes):
         with note.open("a", encoding="utf-8") as f:
             f.write(f"\n\nThe quokka{i}marmalade rule applies to everything in this note.\n")
     return folder
 
 
-def real_identifiers(index: Index) -> list[tuple[str, str]]:
+def real_identifiers(index: Index, wanted: int) -> list[tuple[str, str]]:
     """(word as written, its term) for identifier-shaped words one to three chunks hold."""
     seen: dict[str, str] = {}
     rows = index.manifest.db.execute("SELECT text FROM chunks").fetchall()
@@ -59,8 +56,8 @@ def real_identifiers(index: Index) -> list[tuple[str, str]]:
                 seen.setdefault(word, found[0])
     counts, _ = index.manifest.frequencies(list(seen.values()))
     rare = sorted((w, t) for w, t in seen.items() if 1 <= counts.get(t, 0) <= 3)
-    step = max(1, len(rare) // REAL)
-    return rare[::step][:REAL]
+    step = max(1, len(rare) // wanted)
+    return rare[::step][:wanted]
 
 
 def score(index: Index, lookups: list[tuple[str, str]], label: str) -> None:
@@ -74,32 +71,39 @@ def score(index: Index, lookups: list[tuple[str, str]], label: str) -> None:
         top3 += any(held[:3])
         if not (held and held[0]):
             misses.append(f"{query!r} -> {hits[0].source if hits else 'nothing'}")
-    n = len(lookups)
+    n = max(1, len(lookups))
     print(f"| {label} | {n} | {first / n:.3f} | {top3 / n:.3f} |", flush=True)
     for miss in misses:
         print(f"  miss: {miss}", file=sys.stderr)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/askmd-identifiers"))
     parser.add_argument("--off", action="store_true", help="without identifiers first")
-    args = parser.parse_args()
+    parser.add_argument("--vault", type=Path, default=VAULT, help="the folder to copy")
+    parser.add_argument("--made-up", type=int, default=MADE_UP, help="notes given a made-up word")
+    parser.add_argument("--real", type=int, default=REAL, help="real identifiers looked up")
+    args = parser.parse_args(argv)
+    chosen = retriever.EXACT_IDENTIFIERS
     retriever.EXACT_IDENTIFIERS = not args.off
-    folder = prepare(args.work)
-    settings = load_settings(
-        environ={},
-        dotenv_path=None,
-        overrides={"knowledge_dir": folder, "index_dir": args.work / "index"},
-    )
-    index = Index(settings)
-    index.sync()
-    made_up = [(f"quokka{i}marmalade rule", f"quokka{i}marmalade") for i in range(MADE_UP)]
-    real = [(f"{word} usage", term) for word, term in real_identifiers(index)]
-    print("| set | lookups | holding chunk first | in the top 3 |")
-    print("| --- | ---: | ---: | ---: |")
-    score(index, made_up, "made-up (quokka{i}marmalade)")
-    score(index, real, "real (the vault's rare identifiers)")
+    try:
+        folder = prepare(args.work, args.vault, args.made_up)
+        index = open_index(folder, args.work / "index")
+        made_up = [(f"quokka{i}marmalade rule", f"quokka{i}marmalade") for i in range(args.made_up)]
+        real = [(f"{word} usage", term) for word, term in real_identifiers(index, args.real)]
+        print("| set | lookups | holding chunk first | in the top 3 |")
+        print("| --- | ---: | ---: | ---: |")
+        score(index, made_up, "made-up (quokka{i}marmalade)")
+        score(index, real, "real (the vault's rare identifiers)")
+    finally:
+        retriever.EXACT_IDENTIFIERS = chosen
+
+
+def smoke(tmp: Path) -> None:
+    """Two made-up words and two real identifiers in the tiny English notes."""
+    vault = tiny_folder(tmp / "kb") / "en"
+    main(["--work", str(tmp / "work"), "--vault", str(vault), "--made-up", "2", "--real", "2"])
 
 
 if __name__ == "__main__":

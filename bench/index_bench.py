@@ -1,8 +1,8 @@
 """Index benchmark on a copy of a notes folder: cold index vs raw embedding speed,
 no-change sync, one file changed, warm search latency and peak memory.
 
-    python bench/index_bench.py ../shared/data/tldr
-    python bench/index_bench.py ../shared/data/scifact/corpus --sample 300
+    python -m bench.index_bench ../shared/data/tldr
+    python -m bench.index_bench ../shared/data/scifact/corpus --sample 300
 
 Every index run is a real `python rag.py index --json` process; search latency is
 measured in-process after one warm-up query (process start excluded).
@@ -17,18 +17,16 @@ import resource
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import chunker  # noqa: E402
-from askmd.index.embedder import LocalEmbedder  # noqa: E402
-from askmd.read import notes  # noqa: E402
-from askmd.settings import Settings  # noqa: E402
+import chunker
+from askmd.index.embedder import LocalEmbedder
+from askmd.pipeline import Index
+from askmd.read import notes
+from askmd.settings import Settings
+from bench.common import RAG, tiny_folder
 
 
 def run_index(kb: Path, ix: Path) -> tuple[dict, float, int]:
@@ -36,8 +34,7 @@ def run_index(kb: Path, ix: Path) -> tuple[dict, float, int]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, str(ROOT / "rag.py"), "--knowledge", str(kb), "--index-dir", str(ix),
-         "index", "--json"],
+        [*RAG, "--knowledge", str(kb), "--index-dir", str(ix), "index", "--json"],
         capture_output=True, text=True, cwd=kb.parent, check=True,
     )  # fmt: skip
     wall = time.perf_counter() - start
@@ -58,7 +55,7 @@ def embedding_texts(kb: Path) -> list[str]:
     return texts
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("folder", type=Path)
     parser.add_argument("--sample", type=int, default=500, help="chunks for raw embedding speed")
@@ -66,7 +63,8 @@ def main() -> None:
     parser.add_argument(
         "--work", type=Path, help="keep the copy and its index here (default: a temp folder)"
     )
-    args = parser.parse_args()
+    parser.add_argument("--runs", type=int, default=5, help="no-change syncs timed")
+    args = parser.parse_args(argv)
 
     work = args.work or Path(tempfile.mkdtemp(prefix="askmd-bench-"))
     kb, ix = work / "kb", work / "ix"
@@ -95,12 +93,12 @@ def main() -> None:
         )
 
         walls = []
-        for _ in range(5):
+        for _ in range(args.runs):
             again, wall, _ = run_index(kb, ix)
             assert again["chunks_embedded"] == 0, again
             walls.append(wall)
         print(f"no-change sync, whole process: median {statistics.median(walls):.2f} s, "
-              f"min {min(walls):.2f}, max {max(walls):.2f} (5 runs)")  # fmt: skip
+              f"min {min(walls):.2f}, max {max(walls):.2f} ({args.runs} runs)")  # fmt: skip
 
         found, _ = notes.find(kb, ("*.md",))
         target = kb / found[len(found) // 2]
@@ -112,13 +110,9 @@ def main() -> None:
             f"embedded) = {wall / report['seconds']:.2%} of the cold index"
         )
 
-        sys.argv = [sys.argv[0]]
-        from askmd.interfaces import cli
-
-        index = cli.Index(Settings(knowledge_dir=kb, index_dir=ix))
-        queries = [
-            Path(s).stem.replace("-", " ") for s in random.Random(1).sample(found, args.queries)
-        ]
+        index = Index(Settings(knowledge_dir=kb, index_dir=ix))
+        picked = random.Random(1).sample(found, min(args.queries, len(found)))
+        queries = [Path(s).stem.replace("-", " ") for s in picked]
         index.search(queries[0], 5)
         times = []
         for q in queries:
@@ -132,6 +126,12 @@ def main() -> None:
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def smoke(tmp: Path) -> None:
+    """The tiny folder: a few sampled chunks, one no-change run, two queries."""
+    kb = tiny_folder(tmp / "notes", english_only=True)
+    main([str(kb), "--work", str(tmp / "work"), "--sample", "4", "--queries", "2", "--runs", "1"])
 
 
 if __name__ == "__main__":

@@ -1,14 +1,15 @@
 """Kill `rag.py index` at random moments and check that the next run repairs the index.
 
-    .venv/bin/python bench/kill_loop.py [--runs 50] [--copies 19] [--cold] [--seed N]
+    python -m bench.kill_loop [--runs 50] [--copies 19] [--cold] [--seed N] [--source DIR]
 
-The folder is knowledge/ copied `--copies` times (19 copies: ~3,100 chunks). A clean index
-of it gives the expected chunk count and, with its files forgotten, an embedding cache
-that every trial starts from (a folder holding only the cache, as after a rebuild);
-`--cold` starts from nothing instead. Each trial runs `index` on a fresh index folder,
-SIGKILLs it at a uniformly random moment within the clean run's duration, runs `index`
-again and checks: exit 0, `stats --json` counts the clean index's chunks, and `search`
-answers. Prints one line per trial and `recovered N/M` at the end (exit 1 if any failed).
+The folder is knowledge/ (or `--source`) copied `--copies` times (19 copies: ~3,100
+chunks). A clean index of it gives the expected chunk count and, with its files
+forgotten, an embedding cache that every trial starts from (a folder holding only the
+cache, as after a rebuild); `--cold` starts from nothing instead. Each trial runs `index`
+on a fresh index folder, SIGKILLs it at a uniformly random moment within the clean run's
+duration, runs `index` again and checks: exit 0, `stats --json` counts the clean index's
+chunks, and `search` answers. Prints one line per trial and `recovered N/M` at the end
+(exit 1 if any failed).
 """
 
 from __future__ import annotations
@@ -25,17 +26,14 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from askmd.index.manifest import Manifest  # noqa: E402
+from askmd.index.manifest import Manifest
+from bench.common import RAG, ROOT, tiny_folder
 
 QUERY = "what is the maximum upload size?"
 
 
 def rag(kb: Path, ix: Path, *args: str) -> list[str]:
-    return [sys.executable, str(ROOT / "rag.py"), "--knowledge", str(kb), "--index-dir",
-            str(ix), *args]  # fmt: skip
+    return [*RAG, "--knowledge", str(kb), "--index-dir", str(ix), *args]
 
 
 def env() -> dict[str, str]:
@@ -47,10 +45,10 @@ def run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=cwd, env=env(), capture_output=True, text=True, timeout=1800)
 
 
-def make_folder(work: Path, copies: int) -> Path:
+def make_folder(work: Path, copies: int, source: Path) -> Path:
     kb = work / "kb"
     for n in range(copies):
-        shutil.copytree(ROOT / "knowledge", kb / f"copy{n:02d}")
+        shutil.copytree(source, kb / f"copy{n:02d}")
     return kb
 
 
@@ -85,18 +83,19 @@ def trial(kb: Path, work: Path, seed_index: Path | None, kill_at: float, expecte
     return result
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--copies", type=int, default=19)
     parser.add_argument("--cold", action="store_true", help="start each trial with no cache")
     parser.add_argument("--seed", type=int, default=18)
     parser.add_argument("--work", type=Path, default=None, help="scratch folder (default: tmp)")
-    args = parser.parse_args()
+    parser.add_argument("--source", type=Path, default=ROOT / "knowledge", help="folder to copy")
+    args = parser.parse_args(argv)
     random.seed(args.seed)
     work = args.work or Path(tempfile.mkdtemp(prefix="askmd-kill-"))
     work.mkdir(parents=True, exist_ok=True)
-    kb = make_folder(work, args.copies)
+    kb = make_folder(work, args.copies, args.source)
 
     clean = work / "clean"
     started = time.perf_counter()
@@ -134,6 +133,13 @@ def main() -> int:
         print(f"{n:3d} {'ok  ' if result['ok'] else 'FAIL'} {json.dumps(result)}", flush=True)
     print(f"recovered {recovered}/{args.runs} (Chroma folder rebuilt after damage: {damaged})")
     return 0 if recovered == args.runs else 1
+
+
+def smoke(tmp: Path) -> None:
+    """One cold trial on one copy of the tiny folder."""
+    source = tiny_folder(tmp / "notes", english_only=True)
+    args = ["--runs", "1", "--copies", "1", "--cold", "--source", str(source)]
+    assert main([*args, "--work", str(tmp / "work")]) == 0
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The MCP server as a client sees it: start to first tool answer, and search round trips.
 
-    python bench/mcp_bench.py knowledge
-    python bench/mcp_bench.py ../shared/data/tldr --sample 1000
+    python -m bench.mcp_bench knowledge
+    python -m bench.mcp_bench ../shared/data/tldr --sample 1000
 
 The folder (or a random sample of its notes, with --sample) is copied to WORK (default
 /tmp/askmd-mcp-bench/<name>; the source is never written) and indexed once, untimed. Then,
@@ -19,13 +19,12 @@ import random
 import shutil
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from mcp import Client, StdioServerParameters
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench.common import RAG, percentile, tiny_folder
 
 
 def copy(source: Path, work: Path, sample: int | None) -> Path:
@@ -70,24 +69,22 @@ async def session(params: StdioServerParameters, asked: list[str]) -> tuple[floa
     return to_first, trips
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("folder", type=Path)
     parser.add_argument("--sample", type=int, help="copy this many random notes only")
     parser.add_argument("--work", type=Path)
     parser.add_argument("--starts", type=int, default=3)
     parser.add_argument("--calls", type=int, default=50)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     work = args.work or Path("/tmp/askmd-mcp-bench") / (
         args.folder.resolve().name + (f"-{args.sample}" if args.sample else "")
     )
     kb = copy(args.folder.resolve(), work, args.sample)
     ix = work / "ix"
     where = ["--knowledge", str(kb), "--index-dir", str(ix)]
-    subprocess.run([sys.executable, str(ROOT / "rag.py"), *where, "index"], check=True)
-    params = StdioServerParameters(
-        command=sys.executable, args=[str(ROOT / "rag.py"), *where, "mcp"], cwd=str(work)
-    )
+    subprocess.run([*RAG, *where, "index"], check=True)
+    params = StdioServerParameters(command=RAG[0], args=[*RAG[1:], *where, "mcp"], cwd=str(work))
     asked = queries(kb, args.calls + 1)
     firsts, trips = [], []
     for _ in range(args.starts):
@@ -98,9 +95,17 @@ def main() -> None:
         f"{files} notes; start to first search_notes answer: "
         f"{', '.join(f'{s:.2f}' for s in firsts)} s (median {statistics.median(firsts):.2f} s)"
     )
-    cuts = statistics.quantiles(trips, n=20)
-    print(f"search_notes round trip over stdio, {len(trips)} calls: "
-          f"p50 {statistics.median(trips):.1f} ms, p95 {cuts[18]:.1f} ms")  # fmt: skip
+    p50, p95 = statistics.median(trips), percentile(trips, 0.95)
+    print(
+        f"search_notes round trip over stdio, {len(trips)} calls: "
+        f"p50 {p50:.1f} ms, p95 {p95:.1f} ms"
+    )
+
+
+def smoke(tmp: Path) -> None:
+    """The tiny folder, one start, two searches after the first."""
+    kb = tiny_folder(tmp / "notes", english_only=True)
+    main([str(kb), "--work", str(tmp / "work"), "--starts", "1", "--calls", "2"])
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Route questions to MiniLM's or the multilingual vectors, and blend them: by measurement.
 
-    python bench/multilingual_bench.py --index-dir /tmp/askmd-ml/tldr-zh \
+    python -m bench.multilingual_bench --index-dir /tmp/askmd-ml/tldr-zh \
         [--from-index /tmp/askmd-para-base/tldr-zh]
 
 Indexes ../shared/data/tldr/pages.zh with the default settings (MiniLM for every chunk,
@@ -23,60 +23,45 @@ import statistics
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from askmd.pipeline import Index
+from askmd.settings import load_settings
+from bench.common import (
+    DATA,
+    PARAPHRASE,
+    POOL,
+    files,
+    fuse,
+    load,
+    score,
+    tiny_data,
+    tiny_sets,
+)
 
-from askmd.pipeline import Index  # noqa: E402
-from askmd.search import retriever  # noqa: E402
-from askmd.settings import load_settings  # noqa: E402
-
-DATA = ROOT.parent / "shared" / "data"
 SETS = (
     ("ZH all", "tldr-zh.jsonl", ("plain", "hard")),
     ("ZH hard", "tldr-zh.jsonl", ("hard",)),
     ("cross", "tldr-cross.jsonl", ("cross",)),
 )
-POOL = 100
 
 
-def open_mixed(kb: Path, ix: Path, rebuild: bool = False):
-    """The index of folder `kb` in `ix`, synced with the default settings and warmed up,
-    with its multilingual side collection and model: (index, side store, side model)."""
-    settings = load_settings(
-        environ={}, dotenv_path=None, overrides={"knowledge_dir": kb, "index_dir": ix}
-    )
-    index = Index(settings)
-    report = index.sync(rebuild=rebuild)
-    print(f"sync {report.seconds:.0f} s, {report.chunks_total} chunks", file=sys.stderr)
-    index.search("warm up", 1)
-    side = index.store.side(index.embedder.companion_id)
-    side.open_existing()
-    return index, side, index.embedder.companion()
-
-
-def load(name: str, kinds: tuple[str, ...]) -> list[dict]:
-    path = ROOT / "bench" / "paraphrase" / name
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-    return [r for r in rows if r["kind"] in kinds]
-
-
-def scaled(pairs: list[tuple[str, float]]) -> dict[str, float]:
-    if not pairs:
-        return {}
-    values = [v for _, v in pairs]
-    low, high = min(values), max(values)
-    return {c: (v - low) / (high - low) if high > low else 1.0 for c, v in pairs}
+def spread(values: list[float]) -> tuple[float, float]:
+    """Mean and standard deviation of a list's scores (1.0 when they are all equal, so a
+    list of one candidate is shifted, not scaled to nothing)."""
+    mean = statistics.fmean(values)
+    deviation = statistics.pstdev(values) if len(values) > 1 else 0.0
+    return mean, deviation or 1.0
 
 
 def z_merge(main, side):
-    """retriever._merge: the side list standardised onto the main list's mean and spread."""
+    """The side list standardised onto the main list's mean and spread (tried; the search
+    merges by median shift, as median_merge does)."""
     if not main or not side:
         return main or side
-    mean, spread = retriever._spread([v for _, v in main])
-    o_mean, o_spread = retriever._spread([v for _, v in side])
+    mean, scale = spread([v for _, v in main])
+    o_mean, o_scale = spread([v for _, v in side])
     best = dict(main)
     for c, v in side:
-        best[c] = max(best.get(c, -9.0), mean + (v - o_mean) / o_spread * spread)
+        best[c] = max(best.get(c, -9.0), mean + (v - o_mean) / o_scale * scale)
     return sorted(best.items(), key=lambda item: -item[1])
 
 
@@ -96,46 +81,13 @@ def max_merge(main, side):
     return sorted(best.items(), key=lambda item: -item[1])
 
 
-def fuse(dense, keyword, alpha: float) -> list[str]:
-    d, kw = scaled(dense), scaled(keyword)
-    score = {c: alpha * d.get(c, 0.0) + (1 - alpha) * kw.get(c, 0.0) for c in {*d, *kw}}
-    return sorted(score, key=lambda c: (-score[c], -kw.get(c, 0.0)))
-
-
-def files(chunks: list[str]) -> list[str]:
-    return list(dict.fromkeys(c.split("#", 1)[0] for c in chunks))
-
-
-def score(runs: list[tuple[list[str], set[str]]]) -> dict[str, float]:
-    out = {"hit@1": 0.0, "hit@5": 0.0, "hit@10": 0.0, "mrr@10": 0.0}
-    for ranked, relevant in runs:
-        ranks = [i for i, f in enumerate(ranked[:10], start=1) if f in relevant]
-        first = ranks[0] if ranks else 99
-        out["hit@1"] += first <= 1
-        out["hit@5"] += first <= 5
-        out["hit@10"] += first <= 10
-        out["mrr@10"] += 1 / first if ranks else 0.0
-    return {k: round(v / max(1, len(runs)), 2) for k, v in out.items()}
-
-
-def print_table(rows: dict[tuple[str, str], list]) -> None:
-    """One Markdown row per (set, ranking): hit@1, hit@5, hit@10 and MRR@10 of its runs."""
-    print("| set | ranking | n | hit@1 | hit@5 | hit@10 | MRR@10 |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
-    for (label, rule), runs in rows.items():
-        s = score(runs)
-        print(
-            f"| {label} | {rule} | {len(runs)} | {s['hit@1']:.2f} | {s['hit@5']:.2f} | "
-            f"{s['hit@10']:.2f} | {s['mrr@10']:.2f} |"
-        )
-
-
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--index-dir", type=Path, required=True)
     parser.add_argument("--from-index", type=Path, help="an index to copy and upgrade")
     parser.add_argument("--data", type=Path, default=DATA)
-    args = parser.parse_args()
+    parser.add_argument("--sets", type=Path, default=PARAPHRASE, help="the folder of the sets")
+    args = parser.parse_args(argv)
     if args.from_index and not args.index_dir.exists():
         shutil.copytree(args.from_index, args.index_dir)
     settings = load_settings(
@@ -158,7 +110,7 @@ def main() -> None:
     companion = index.embedder.companion()
     rules = {}
     for label, name, kinds in SETS:
-        for q in load(name, kinds):
+        for q in load(name, kinds, args.sets):
             text, relevant = q["query"], set(q["relevant"])
             main = [(s.id, 1 - s.distance) for s in index.store.nearest(
                 index.embedder.embed_queries([text])[0], POOL, content=False)]  # fmt: skip
@@ -189,6 +141,12 @@ def main() -> None:
         m = score(runs)
         print(f"| {label} | {route} | {rule} | {m['hit@1']:.2f} | {m['hit@5']:.2f} | "
               f"{m['hit@10']:.2f} | {m['mrr@10']:.2f} |", flush=True)  # fmt: skip
+
+
+def smoke(tmp: Path) -> None:
+    """The Chinese sets in small over the two tiny Chinese notes."""
+    main(["--index-dir", str(tmp / "ix"), "--data", str(tiny_data(tmp / "data")),
+          "--sets", str(tiny_sets(tmp / "sets"))])  # fmt: skip
 
 
 if __name__ == "__main__":

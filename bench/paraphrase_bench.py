@@ -1,7 +1,7 @@
 """Score retrieval on the paraphrase sets: questions in a user's own words, EN and ZH.
 
-    python bench/paraphrase_bench.py                      # default settings
-    python bench/paraphrase_bench.py --setting ASKMD_EMBEDDING_MODEL=use-multilingual
+    python -m bench.paraphrase_bench                      # default settings
+    python -m bench.paraphrase_bench --setting ASKMD_EMBEDDING_MODEL=use-multilingual
 
 Indexes each knowledge folder once into an index directory under --index-root (reused
 by later runs: only changed notes are re-embedded), then runs every set through
@@ -21,16 +21,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from askmd import evaluate
+from askmd.pipeline import Index
+from askmd.search import retriever
+from bench import common
+from bench.common import DATA, PARAPHRASE, load_set, tiny_data, tiny_sets
 
-from askmd import evaluate  # noqa: E402
-from askmd.pipeline import Index  # noqa: E402
-from askmd.search import retriever  # noqa: E402
-from askmd.settings import load_settings  # noqa: E402
-
-SETS_DIR = ROOT / "bench" / "paraphrase"
-DATA = ROOT.parent / "shared" / "data"
 K = 10
 
 
@@ -59,21 +55,11 @@ ROWS = (
 )
 
 
-def load_set(path: Path, kinds: tuple[str, ...]) -> list[evaluate.Query]:
-    """The queries of the wanted kinds, read by the same reader `rag.py eval` uses."""
-    kind_of = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            item = json.loads(line)
-            kind_of[str(item["id"])] = item["kind"]
-    return [q for q in evaluate.read_queries(path) if kind_of[q.id] in kinds]
-
-
-def check_paths(data: Path) -> list[str]:
+def check_paths(data: Path, sets: Path = PARAPHRASE) -> list[str]:
     """Every relevant path of every set, missing from its folder (should be none)."""
     missing = []
     for row in ROWS:
-        for q in load_set(SETS_DIR / row.file, row.kinds):
+        for q in load_set(sets / row.file, row.kinds):
             missing += [
                 f"{row.file} {q.id}: {r}"
                 for r in q.relevant
@@ -88,18 +74,7 @@ def open_index(folder: Folder, data: Path, index_root: Path, environ: dict[str, 
     if environ:
         key = json.dumps(sorted(environ.items())).encode()
         suffix = "-" + hashlib.sha1(key).hexdigest()[:8]
-    settings = load_settings(
-        environ=environ,
-        dotenv_path=None,
-        overrides={
-            "knowledge_dir": data / folder.path,
-            "index_dir": index_root / (folder.name + suffix),
-        },
-    )
-    index = Index(settings)
-    report = index.sync()
-    print(f"# {folder.path}: {json.dumps(report.to_json())}", file=sys.stderr, flush=True)
-    return index
+    return common.open_index(data / folder.path, index_root / (folder.name + suffix), environ)
 
 
 def run(index: Index, queries: list[evaluate.Query], mode: str):
@@ -136,7 +111,7 @@ def worst(queries: list[evaluate.Query], ranked: dict[str, list[str]], label: st
     return rows
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DATA, help="the shared data folder")
     parser.add_argument("--index-root", type=Path, default=Path("/tmp/askmd-para"))
@@ -150,8 +125,9 @@ def main() -> None:
     )
     parser.add_argument("--misses", type=int, default=10, help="worst hybrid misses to list")
     parser.add_argument("--check", action="store_true", help="only check the relevant paths")
-    args = parser.parse_args()
-    missing = check_paths(args.data)
+    parser.add_argument("--sets", type=Path, default=PARAPHRASE, help="the folder of the sets")
+    args = parser.parse_args(argv)
+    missing = check_paths(args.data, args.sets)
     if missing or args.check:
         print("\n".join(missing) or "every relevant path exists")
         sys.exit(1 if missing else 0)
@@ -164,7 +140,7 @@ def main() -> None:
     for row in ROWS:
         if row.folder.name not in indexes:
             indexes[row.folder.name] = open_index(row.folder, args.data, args.index_root, environ)
-        queries = load_set(SETS_DIR / row.file, row.kinds)
+        queries = load_set(args.sets / row.file, row.kinds)
         for mode in modes:
             report, ranked = run(indexes[row.folder.name], queries, mode)
             h = report.hit_at
@@ -179,6 +155,12 @@ def main() -> None:
     print(f"\nworst {args.misses} hybrid results (rank 11 = not in the top 10):")
     for m in misses[: args.misses]:
         print(json.dumps(m, ensure_ascii=False))
+
+
+def smoke(tmp: Path) -> None:
+    """Every set in small over the tiny notes, hybrid only."""
+    main(["--data", str(tiny_data(tmp / "data")), "--sets", str(tiny_sets(tmp / "sets")),
+          "--index-root", str(tmp / "ix"), "--modes", "hybrid"])  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -6,76 +6,27 @@ by python-docx; HTML; TXT), then times readers.convert on each (best of R) and c
 result. The share of conversion in a cold index is estimated against an embedding speed
 (chunks/s) measured elsewhere (BENCHMARKS.md: 18.5 chunks/s, local MiniLM, this machine).
 
-    python bench/readers_bench.py ../shared/data/tldr/pages --pages 300
+    python -m bench.readers_bench ../shared/data/tldr/pages --pages 300
 """
 
 from __future__ import annotations
 
 import argparse
-import html
 import random
-import re
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import chunker  # noqa: E402
-from askmd.read import notes, readers  # noqa: E402
+import chunker
+from askmd.read import notes, readers
+from bench.common import print_pdf, tiny_folder, to_docx, to_html
 
 
 def pick(folder: Path, n: int, seed: int) -> list[tuple[str, str]]:
     files = sorted(folder.rglob("*.md"))
     random.Random(seed).shuffle(files)
     return [(f.stem, f.read_text(encoding="utf-8")) for f in files[:n]]
-
-
-def to_html(docs: list[tuple[str, str]], breaks: bool) -> str:
-    """Headings, paragraphs and code lines of each Markdown page; one printed page each."""
-    style = "<style>h1{break-before:page} h1:first-of-type{break-before:auto}</style>"
-    parts = [f'<html><head><meta charset="utf-8"><title>pages</title>{style if breaks else ""}']
-    parts.append("</head><body>")
-    for _, text in docs:
-        for line in text.splitlines():
-            heading = re.match(r"^(#{1,4}) (.*)", line)
-            if heading:
-                level = len(heading.group(1))
-                parts.append(f"<h{level}>{html.escape(heading.group(2))}</h{level}>")
-            elif line.startswith("`") and line.endswith("`"):
-                parts.append(f"<pre>{html.escape(line.strip('`'))}</pre>")
-            elif line.strip():
-                parts.append(f"<p>{html.escape(line.lstrip('>- ').strip())}</p>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
-
-
-def to_docx(docs: list[tuple[str, str]], target: Path) -> None:
-    import docx
-
-    document = docx.Document()
-    for _, text in docs:
-        for line in text.splitlines():
-            heading = re.match(r"^(#{1,4}) (.*)", line)
-            if heading:
-                document.add_heading(heading.group(2), level=len(heading.group(1)))
-            elif line.startswith("- "):
-                document.add_paragraph(line[2:], style="List Bullet")
-            elif line.strip():
-                document.add_paragraph(line.lstrip("> ").strip("`"))
-    document.save(str(target))
-
-
-def print_pdf(page: Path, target: Path) -> None:
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    subprocess.run(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer",
-         "--generate-pdf-document-outline", f"--print-to-pdf={target}", page.as_uri()],
-        check=True, capture_output=True, timeout=600,
-    )  # fmt: skip
 
 
 def measure(path: Path, repeats: int) -> tuple[float, notes.Note]:
@@ -87,14 +38,14 @@ def measure(path: Path, repeats: int) -> tuple[float, notes.Note]:
     return best, note
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path)
     parser.add_argument("--pages", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--embed-rate", type=float, default=18.5, help="chunks/s of embedding")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     docs = pick(args.folder, args.pages, args.seed)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
@@ -121,6 +72,11 @@ def main() -> int:
                 f"{embed:.0f} | {seconds / (seconds + embed):.2%} |"
             )
     return 0
+
+
+def smoke(tmp: Path) -> None:
+    """The five tiny notes, each format read once."""
+    assert main([str(tiny_folder(tmp / "kb")), "--pages", "5", "--repeats", "1"]) == 0
 
 
 if __name__ == "__main__":

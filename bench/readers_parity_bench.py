@@ -4,11 +4,11 @@ Takes the pages a question set names as relevant plus random other pages of the 
 folder (distractors), and writes three knowledge folders: the Markdown pages, a PDF of
 each (one printed document by headless Chromium with a page break per source page, then
 split at its outline into one PDF per page) and a DOCX of each (python-docx). Each folder
-is indexed and `rag.py eval` runs the same questions (paths renamed to .pdf/.docx). For
-the PDF folder it also checks that every search hit's page_start is a page whose text
-holds the start of the passage.
+is indexed and scored on the same questions as `rag.py eval` scores them (paths renamed
+to .pdf/.docx), in this process. For the PDF folder it also checks that every search
+hit's page_start is a page whose text holds the start of the passage.
 
-    python bench/readers_parity_bench.py ../shared/data/tldr/pages.zh \
+    python -m bench.readers_parity_bench ../shared/data/tldr/pages.zh \
         bench/paraphrase/tldr-zh.jsonl bench/paraphrase/tldr-cross.jsonl --distractors 250
 """
 
@@ -19,17 +19,14 @@ import json
 import random
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(HERE))
-
-from readers_bench import print_pdf, to_docx, to_html  # noqa: E402
+from askmd import evaluate
+from askmd.pipeline import Index
+from askmd.read import readers
+from bench.common import open_index, print_pdf, tiny_data, tiny_sets, to_docx, to_html
 
 
 def load(sets: list[Path]) -> list[dict]:
@@ -56,43 +53,30 @@ def split_pdf(printed: Path, names: list[str], out: Path) -> None:
         writer.write(target)
 
 
-def rag(*args: str) -> dict:
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "rag.py"), *args, "--json"],
-        capture_output=True, text=True, timeout=3600,
-    )  # fmt: skip
-    if done.returncode:
-        raise SystemExit(done.stderr)
-    return json.loads(done.stdout)
-
-
-def page_check(folder: Path, index: Path, queries: list[dict]) -> tuple[int, int]:
+def page_check(folder: Path, index: Index, queries: list[dict]) -> tuple[int, int]:
     """(hits whose page_start holds the start of their text, hits looked at)."""
-    from askmd.read import readers
-
     good = total = 0
     for q in queries:
-        found = rag("--knowledge", str(folder), "--index-dir", str(index), "search", q["query"])
-        for hit in found["results"][:5]:
-            converted = readers.read_pdf(folder / hit["source"])
+        for hit in index.search(q["query"], 5):
+            converted = readers.read_pdf(folder / hit.source)
             lines = converted.text.split("\n")
             pages = [*converted.pages, len(lines) + 1]
-            start = hit["page_start"] - 1
+            start = hit.page_start - 1
             page_text = "\n".join(lines[pages[start] - 1 : pages[start + 1] - 1])
-            first = next((ln for ln in hit["text"].split("\n") if ln.strip()), "")
+            first = next((ln for ln in hit.text.split("\n") if ln.strip()), "")
             total += 1
             good += first.lstrip("#").strip() in page_text
     return good, total
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path)
     parser.add_argument("sets", type=Path, nargs="+")
     parser.add_argument("--distractors", type=int, default=250)
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--keep", type=Path, help="build the folders here and keep them")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     queries = load(args.sets)
     relevant = sorted({r for q in queries for r in q["relevant"]})
     others = sorted(
@@ -118,25 +102,35 @@ def main() -> int:
     print(f"{len(names)} pages ({len(relevant)} relevant), {len(queries)} questions")
     print("| copy | hit@1 | hit@5 | MRR@10 | chunks |")
     print("| --- | ---: | ---: | ---: | ---: |")
+    indexes = {}
     for kind in ("md", "pdf", "docx"):
         renamed = work / f"queries-{kind}.jsonl"
         with renamed.open("w", encoding="utf-8") as out:
             for q in queries:
                 moved = [re.sub(r"\.md$", f".{kind}", r) for r in q["relevant"]]
                 out.write(json.dumps({**q, "relevant": moved}, ensure_ascii=False) + "\n")
-        where = ("--knowledge", str(work / kind), "--index-dir", str(work / f"ix-{kind}"))
-        built = rag(*where, "index")
-        report = rag(*where, "eval", str(renamed))
-        m = report.get("metrics", report)
+        index = indexes[kind] = open_index(work / kind, work / f"ix-{kind}")
+        asked = evaluate.read_queries(renamed)
+        m = evaluate.evaluate(asked, lambda q, n, index=index: index.search(q, n)).to_json()
         print(
             f"| {kind} | {m['hit@1']:.3f} | {m['hit@5']:.3f} | {m['mrr@10']:.3f} | "
-            f"{built['chunks_total']} |"
+            f"{index.manifest.total_chunks()} |"
         )
-    good, total = page_check(work / "pdf", work / "ix-pdf", queries)
+    good, total = page_check(work / "pdf", indexes["pdf"], queries)
     print(f"PDF hits whose page_start holds the passage: {good} of {total}")
+    for index in indexes.values():
+        index.manifest.close()
     if not args.keep:
         shutil.rmtree(work)
     return 0
+
+
+def smoke(tmp: Path) -> None:
+    """The tiny Chinese notes and their two questions, no distractors."""
+    data, sets = tiny_data(tmp / "data"), tiny_sets(tmp / "sets")
+    folder = data / "tldr" / "pages.zh"
+    args = [str(folder), str(sets / "tldr-zh.jsonl"), "--distractors", "0"]
+    assert main([*args, "--keep", str(tmp / "work")]) == 0
 
 
 if __name__ == "__main__":

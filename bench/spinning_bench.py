@@ -1,50 +1,52 @@
 """onnxruntime's thread spinning (embedder.SPINNING): cold-index speed and search time.
 
-    python bench/spinning_bench.py index KB SPINNING
-    python bench/spinning_bench.py latency KB IX SPINNING --lang zh|en
+    python -m bench.spinning_bench index KB SPINNING
+    python -m bench.spinning_bench latency KB IX SPINNING --lang zh|en
 
 SPINNING is one of "always" (onnxruntime's default), "during runs" (askmd's) or "off".
 `index` builds a fresh index of KB (in a temporary folder, removed after) and prints its
 chunks/s; time it as a whole process, variants in turn, several runs each (the figures
 in BENCHMARKS.md are medians of paired runs). `latency` opens (and syncs) the index IX of
 KB and times the Chinese questions of the paraphrase sets (`--lang zh`) or the English
-ones (`--lang en`) three times each, 0.3 s apart, as `bench/zh_search_bench.py
+ones (`--lang en`) three times each, 0.3 s apart, as `bench.zh_search_bench
 --latency` does. Run the variants one after the other on a quiet machine.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from multilingual_bench import load, open_mixed  # noqa: E402
-from zh_search_bench import _time  # noqa: E402
-
-from askmd.index import embedder  # noqa: E402
-from askmd.pipeline import Index  # noqa: E402
-from askmd.search.retriever import is_cjk_query  # noqa: E402
-from askmd.settings import load_settings  # noqa: E402
+from askmd.index import embedder
+from askmd.pipeline import Index
+from askmd.search.retriever import is_cjk_query
+from askmd.settings import load_settings
+from bench.common import PARAPHRASE, load, open_mixed, time_searches, tiny_data, tiny_sets
 
 VARIANTS = ("always", "during runs", "off")
 QUESTIONS = {"en": ("obsidian-en.jsonl",), "zh": ("obsidian-zh.jsonl", "tldr-zh.jsonl")}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("what", choices=("index", "latency"))
     parser.add_argument("kb", type=Path)
     parser.add_argument("rest", nargs="+", help="[IX] SPINNING")
     parser.add_argument("--lang", choices=tuple(QUESTIONS), default="zh")
-    args = parser.parse_args()
+    parser.add_argument("--sets", type=Path, default=PARAPHRASE, help="the folder of the sets")
+    args = parser.parse_args(argv)
     spinning = args.rest[-1]
     if spinning not in VARIANTS:
         parser.error(f"SPINNING must be one of {', '.join(VARIANTS)}")
-    embedder.SPINNING = spinning
+    shipped, embedder.SPINNING = embedder.SPINNING, spinning
+    try:
+        _run(args, spinning)
+    finally:
+        embedder.SPINNING = shipped
+
+
+def _run(args: argparse.Namespace, spinning: str) -> None:
     if args.what == "index":
         with tempfile.TemporaryDirectory() as ix:
             settings = load_settings(
@@ -60,9 +62,18 @@ def main() -> None:
         return
     index, _, _ = open_mixed(args.kb, Path(args.rest[0]))
     kinds = ("plain", "hard", "cross-zh", "cross-zh-hard")
-    asked = dict.fromkeys(q["query"] for name in QUESTIONS[args.lang] for q in load(name, kinds))
+    asked = dict.fromkeys(
+        q["query"] for name in QUESTIONS[args.lang] for q in load(name, kinds, args.sets)
+    )
     print(f"{spinning}, {args.lang}: ", end="")
-    _time(index, [q for q in asked if is_cjk_query(q) == (args.lang == "zh")], 0.3)
+    time_searches(index, [q for q in asked if is_cjk_query(q) == (args.lang == "zh")], 0.3)
+
+
+def smoke(tmp: Path) -> None:
+    """Both measures on the tiny mixed folder, the shipped setting."""
+    kb, sets = tiny_data(tmp / "data") / "mixed", tiny_sets(tmp / "sets")
+    main(["index", str(kb), embedder.SPINNING])
+    main(["latency", str(kb), str(tmp / "ix"), embedder.SPINNING, "--sets", str(sets)])
 
 
 if __name__ == "__main__":

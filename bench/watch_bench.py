@@ -1,7 +1,7 @@
 """Watch mode on a large folder: save-to-searchable latency, a rename, a burst, idle cost.
 
-    python bench/watch_bench.py ../shared/data/tldr            # copied to /tmp first
-    python bench/watch_bench.py ../shared/data/tldr --saves 40 --idle 60
+    python -m bench.watch_bench ../shared/data/tldr            # copied to /tmp first
+    python -m bench.watch_bench ../shared/data/tldr --saves 40 --idle 60
 
 The folder is copied to WORK (default /tmp/askmd-watch-bench/kb; the source is never
 written) and indexed once into WORK/../ix (reused by later runs). Then a watcher runs in
@@ -31,15 +31,12 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from askmd.pipeline import Index  # noqa: E402
-from askmd.settings import Settings  # noqa: E402
+from askmd.pipeline import Index
+from askmd.settings import Settings
+from bench.common import ROOT, TINY_NOTES, percentile
 
 CHILD = """
-import json, sys
-sys.path.insert(0, {root!r})
+import json
 from pathlib import Path
 from askmd.pipeline import Index
 from askmd.settings import Settings
@@ -47,10 +44,11 @@ from askmd.interfaces.watcher import Watcher
 index = Index(Settings(knowledge_dir=Path({kb!r}), index_dir=Path({ix!r}), watch_poll={poll}))
 def show(change):
     print(json.dumps(change.to_json()), flush=True)
-w = Watcher(index, show, lambda line: print(json.dumps({{"notice": line}}), flush=True))
-w.prime()
-print(json.dumps({{"ready": True}}), flush=True)
-w.run()
+def ready():  # once the notifications are on: a save before then would go unseen
+    print(json.dumps({{"ready": True}}), flush=True)
+def notice(line):
+    print(json.dumps({{"notice": line}}), flush=True)
+Watcher(index, show, notice, on_ready=ready).run()
 """
 
 
@@ -64,9 +62,9 @@ class Child:
     """The watching process; its JSON lines arrive on a queue-like list with times."""
 
     def __init__(self, kb: Path, ix: Path, poll: float):
-        code = CHILD.format(root=str(ROOT), kb=str(kb), ix=str(ix), poll=poll)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, bufsize=1
+        code = CHILD.format(kb=str(kb), ix=str(ix), poll=poll)
+        self.proc = subprocess.Popen(  # from the repository, where `askmd` is imported from
+            [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, bufsize=1, cwd=ROOT
         )
         self.lines: list[tuple[float, dict]] = []
         self.arrived = threading.Condition()
@@ -159,7 +157,7 @@ def burst(child: Child, kb: Path, size: int) -> tuple[float, list[dict]]:
     return done - started, changes
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path)
     parser.add_argument("--work", type=Path, default=Path("/tmp/askmd-watch-bench"))
@@ -168,7 +166,7 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=500)
     parser.add_argument("--poll", type=float, default=0.0, help="ASKMD_WATCH_POLL for the child")
     parser.add_argument("--seed", type=int, default=7)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     kb, ix = prepare(args.folder, args.work)
     files = sum(1 for _ in kb.rglob("*.md"))
     child = Child(kb, ix, args.poll)
@@ -178,10 +176,9 @@ def main() -> None:
         print(f"watching {files} notes{' (' + '; '.join(notices) + ')' if notices else ''}")
         index = Index(Settings(knowledge_dir=kb, index_dir=ix))
         times = saves(child, kb, index, args.saves, random.Random(args.seed))
-        q = statistics.quantiles(times, n=20)
         print(
             f"save -> searchable, {len(times)} saves: p50 {statistics.median(times):.3f} s, "
-            f"p95 {q[18]:.3f} s, max {max(times):.3f} s"
+            f"p95 {percentile(times, 0.95):.3f} s, max {max(times):.3f} s"
         )
         for obj in moves(child, kb):
             print(
@@ -202,6 +199,18 @@ def main() -> None:
         print(f"idle {args.idle:.0f} s: {used:.3f} s CPU in the watching process")
     finally:
         child.stop()
+
+
+def smoke(tmp: Path) -> None:
+    """Two saves, the moves, a burst of two and half a second idle, on the tiny English
+    notes laid out as the tldr pages are (pages/common, pages/linux)."""
+    english = [text for name, text in TINY_NOTES.items() if name.startswith("en/")]
+    for n, text in enumerate(english * 2):  # English only: the child never loads a second model
+        note = tmp / "tldr" / "pages" / ("common", "linux")[n % 2] / f"note{n}.md"
+        note.parent.mkdir(parents=True, exist_ok=True)
+        note.write_text(text, encoding="utf-8")
+    main([str(tmp / "tldr"), "--work", str(tmp / "work"), "--saves", "2", "--burst", "2",
+          "--idle", "0.5"])  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Window vectors at search (retriever.WINDOWS) on and off, on one index, in one process.
 
-    python bench/windows_bench.py KB IX QUERIES [QUERIES ...] [--latency] [--margins 0.02,0.04]
+    python -m bench.windows_bench KB IX QUERIES [QUERIES ...] [--latency] [--margins 0.02,0.04]
         [--cjk [--shares 0.4,0.6]]
 
 KB is a folder indexed into IX with the default settings by code that stores window
@@ -22,23 +22,19 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from askmd import evaluate  # noqa: E402
-from askmd.pipeline import Index  # noqa: E402
-from askmd.search import retriever  # noqa: E402
-from askmd.settings import load_settings  # noqa: E402
+from askmd import evaluate
+from askmd.pipeline import Index
+from askmd.search import retriever
+from bench.common import open_index, tiny_data, tiny_sets
 
 K = 10
 _SWITCHES = ("WINDOWS", "WINDOW_MARGIN")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("kb", type=Path)
     parser.add_argument("ix", type=Path)
@@ -48,12 +44,10 @@ def main() -> None:
     parser.add_argument("--margins", default="", help="also these WINDOW_MARGIN values, e.g. 0.02")
     parser.add_argument("--cjk", action="store_true", help="CJK questions' windows instead")
     parser.add_argument("--shares", default="", help="with --cjk: CJK dense shares to try")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     switch, margin_of = ("CJK_WINDOWS", "CJK_WINDOW_MARGIN") if args.cjk else _SWITCHES
     shares = [float(v) for v in args.shares.split(",") if v] if args.cjk else []
-    overrides = {"knowledge_dir": args.kb, "index_dir": args.ix}
-    index = Index(load_settings(environ={}, dotenv_path=None, overrides=overrides))
-    index.sync()
+    index = open_index(args.kb, args.ix)
     index.search("warm up", 5)
     print("| set | n | windows | hit@1 | hit@5 | hit@10 | MRR@10 | ms |")
     print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
@@ -100,7 +94,7 @@ def main() -> None:
 
 def _cjk_model(index: Index) -> str:
     """The model whose vectors rank a CJK question in this index (its dense share applies)."""
-    side = retriever._side_space(index.embedder, index.store)
+    side = retriever.side_space(index.embedder, index.store)
     return side[0].id if side is not None else index.embedder.id
 
 
@@ -110,6 +104,16 @@ def _metrics(runs: list) -> tuple[float, float, float, float]:
     n = max(1, len(runs))
     hits = [sum(0 < r <= cut for r in firsts) / n for cut in (1, 5, 10)]
     return hits[0], hits[1], hits[2], sum(1 / r for r in firsts if r) / n
+
+
+def smoke(tmp: Path) -> None:
+    """The tiny mixed folder: its English set with a margin and timing, and its Chinese
+    set with the CJK windows and a share."""
+    kb, sets = tiny_data(tmp / "data") / "mixed", tiny_sets(tmp / "sets")
+    main([str(kb), str(tmp / "ix"), str(sets / "obsidian-en.jsonl"), "--prefix", "en/",
+          "--latency", "--margins", "0.04"])  # fmt: skip
+    main([str(kb), str(tmp / "ix"), str(sets / "tldr-zh.jsonl"), "--prefix", "zh/", "--cjk",
+          "--shares", "0.5"])  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """The real search on the Chinese question sets: by ranking mode, by CJK dense share, timed.
 
-    python bench/zh_search_bench.py KB IX [--english-only] [--shares 0.3,0.5] [--latency 0.3]
+    python -m bench.zh_search_bench KB IX [--english-only] [--shares 0.3,0.5] [--latency 0.3]
         [--without-translated-share] [--without-windows]
 
-KB is the mixed folder of zh_to_en_bench.py (the vault under en/, the Chinese tldr pages
+KB is the mixed folder (the vault under en/, the Chinese tldr pages
 under zh/), or with `--english-only` the vault alone (then only the Chinese questions
 about it are asked). Each set is searched as shipped (`Index.search`, files by their best
 chunk) in hybrid and keyword-only ranking. `--shares` also runs hybrid with the dense
@@ -19,22 +19,24 @@ runs hybrid with retriever.WINDOWS off (no window vectors, windows.py).
 from __future__ import annotations
 
 import argparse
-import statistics
-import sys
-import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from askmd.search import retriever
+from askmd.search.retriever import is_cjk_query
+from bench.common import (
+    PARAPHRASE,
+    ZH_SETS,
+    files,
+    load,
+    open_mixed,
+    print_table,
+    time_searches,
+    tiny_data,
+    tiny_sets,
+)
 
-from multilingual_bench import files, load, open_mixed, print_table  # noqa: E402
-from zh_to_en_bench import SETS  # noqa: E402
 
-from askmd.search import retriever  # noqa: E402
-from askmd.search.retriever import is_cjk_query  # noqa: E402
-
-
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("kb", type=Path)
     parser.add_argument("ix", type=Path)
@@ -44,14 +46,15 @@ def main() -> None:
     parser.add_argument("--without-translated-share", action="store_true")
     parser.add_argument("--without-windows", action="store_true")
     parser.add_argument("--without-cjk-windows", action="store_true")
-    args = parser.parse_args()
+    parser.add_argument("--sets", type=Path, default=PARAPHRASE, help="the folder of the sets")
+    args = parser.parse_args(argv)
     index, _, _ = open_mixed(args.kb, args.ix)
-    sets = [(label, load(name, kinds), prefix) for label, name, kinds, prefix in SETS]
+    sets = [(label, load(name, kinds, args.sets), prefix) for label, name, kinds, prefix in ZH_SETS]
     if args.english_only:
         sets = [(label, qs, "") for label, qs, prefix in sets if prefix == "en/"]
     if args.latency is not None:  # first, so the first search reads the dictionary
         asked = dict.fromkeys(q["query"] for _, qs, _ in sets for q in qs)
-        _time(index, [q for q in asked if is_cjk_query(q)], args.latency)
+        time_searches(index, [q for q in asked if is_cjk_query(q)], args.latency)
     rows: dict[tuple[str, str], list] = {}
     for mode in ("hybrid", "keyword"):
         for label, questions, prefix in sets:
@@ -91,26 +94,16 @@ def _hybrid(index, sets: list, rows: dict, ranking: str) -> None:
 
 def _cjk_model(index) -> str:
     """The model whose vectors rank a CJK question in this index (its dense share applies)."""
-    side = retriever._side_space(index.embedder, index.store)
+    side = retriever.side_space(index.embedder, index.store)
     return side[0].id if side is not None else index.embedder.id
 
 
-def _time(index, questions: list[str], pause: float) -> None:
-    started = time.perf_counter()
-    index.search(questions[0], 10)  # dictionary, models and store warm
-    first = (time.perf_counter() - started) * 1000
-    times = []
-    for _ in range(3):
-        for q in questions:
-            time.sleep(pause)
-            started = time.perf_counter()
-            index.search(q, 10)
-            times.append((time.perf_counter() - started) * 1000)
-    times.sort()
-    print(
-        f"{len(questions)} questions x 3, {pause} s apart: first search {first:.0f} ms; "
-        f"p50 {statistics.median(times):.1f} ms, p95 {times[int(0.95 * (len(times) - 1))]:.1f} ms\n"
-    )
+def smoke(tmp: Path) -> None:
+    """The Chinese sets in small over the tiny mixed folder: every switch, one share, and
+    the timing with no pause."""
+    main([str(tiny_data(tmp / "data") / "mixed"), str(tmp / "ix"), "--sets",
+          str(tiny_sets(tmp / "sets")), "--shares", "0.5", "--latency", "0",
+          "--without-translated-share", "--without-windows", "--without-cjk-windows"])  # fmt: skip
 
 
 if __name__ == "__main__":

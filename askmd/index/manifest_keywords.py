@@ -21,7 +21,7 @@ BM25_B = 0.75  # length normalisation
 # BM25F: a query term in the note's title, its front matter aliases or the chunk's heading
 # chain counts this many extra times on top of the chunk's text, unnormalised by length
 # since these fields are short. Measured on the paraphrase sets, SciFact and CMRC
-# (bench/field_bench.py, BENCHMARKS.md): the text already holds title and chain once, and
+# (bench/archive/field_bench.py, BENCHMARKS.md): the text already holds title and chain once, and
 # extra weight on them (0.5 to 2) lost first places; a quarter count on aliases, names the
 # text may never use, changes no measured hybrid result and makes such a name findable.
 FIELD_WEIGHTS = (0.0, 0.25, 0.0)  # (title, aliases, headings)
@@ -207,7 +207,7 @@ class KeywordPostings(ManifestDB):
     def _field_columns(self) -> list[str]:
         return list(FIELDS) if self._has_fields() else ["0"] * len(FIELDS)
 
-    def _keyword_exact(
+    def keyword_exact(
         self,
         terms: list[str],
         limit: int,

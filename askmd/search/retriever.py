@@ -376,7 +376,7 @@ def _other_script(
     questions over English notes rank as before; `known` gets the candidates' texts."""
     if OTHER_SCRIPT_KEYWORD == 1.0 or not by_keyword or is_cjk_query(query):
         return by_keyword
-    if _side_space(embedder, store) is None:
+    if side_space(embedder, store) is None:
         return by_keyword
     missing = [c for c in by_keyword if c not in known]
     known.update((s.id, s) for s in _stored(store, manifest, missing))
@@ -424,7 +424,7 @@ def _nearest(
     too. A Latin-script question searches both, the second for its CJK chunks only (its
     English ones are the first model's, which reads English better), so it can reach a
     Chinese note by meaning."""
-    side = _side_space(embedder, store)
+    side = side_space(embedder, store)
     cjk = is_cjk_query(query)
     main = [] if side is not None and cjk else [(embedder, store)]
     spaces = main + ([side] if side is not None else [])
@@ -468,7 +468,7 @@ def _with_windows(
     return sorted(score.items(), key=lambda item: -item[1])[:pool]
 
 
-def _side_space(embedder: Embedder, store: Store) -> tuple[Embedder, Store] | None:
+def side_space(embedder: Embedder, store: Store) -> tuple[Embedder, Store] | None:
     """The multilingual model and its collection, when this index has CJK chunks in one."""
     side_id = getattr(embedder, "companion_id", None)
     if not side_id:
