@@ -121,6 +121,7 @@ ASK_JSON_FIELDS = [
     "confidence",
     "nearest",
     "unsupported_citations",
+    "dates",
 ]
 
 

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Protocol
 import chunker
 from askmd import terms
 from askmd.errors import Damaged, IndexBusy  # noqa: F401 - raised by sync; callers catch it here
+from askmd.index import chunk_dates, prepare, windows
 from askmd.index import embedding_models as models
-from askmd.index import prepare, windows
 from askmd.index.manifest import FileRecord, Manifest, now
 from askmd.index.rwlock import file_lock
 from askmd.index.store import Store
@@ -220,6 +220,7 @@ def sync(
             same = same and not manifest.packing_due()  # an index from older code packs once
             same = same and not manifest.repeats_due()  # ... and drops a note's repeats once
             same = same and not manifest.copies_due()  # ... and stores shared passages apart
+            same = same and not chunk_dates.due(manifest)  # ... and dates its chunks once
             if same:
                 filling = bool(vectors) and needs_filling(settings, manifest)
                 backfill = vectors is True and windows_too and windows_due(settings, manifest)
@@ -294,6 +295,9 @@ def sync(
             if manifest.get("links_version") != vault.LINKS_VERSION:
                 with commit():
                     _reread_links(settings, manifest)
+            if chunk_dates.due(manifest):  # an index from before dates: its chunks dated
+                with commit():
+                    chunk_dates.backfill(manifest, settings.knowledge_dir, settings.max_file_bytes)
             if manifest.packing_due():  # common terms' postings as arrays: fast keyword search
                 # Outside commit(): searches need not wait (seconds on a big folder). They
                 # read through their own connections, which see the packing before or after,
@@ -343,6 +347,7 @@ def _mark_format(manifest: Manifest, fp: str) -> None:
     dropped, shared passages stored apart, these settings. A first build killed half-way
     is then resumed by the next run, not taken for an index of older code and rebuilt."""
     manifest.set(links_version=vault.LINKS_VERSION, repeats="once", copies="apart", fingerprint=fp)
+    manifest.set(**{chunk_dates.KEY: chunk_dates.VERSION})
 
 
 @dataclass

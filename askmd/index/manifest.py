@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from askmd.errors import AskmdError, DiskFull, disk_full
-from askmd.index import packed_postings
+from askmd.index import chunk_dates, packed_postings
 from askmd.terms import content_terms, is_cjk_term
 
 if TYPE_CHECKING:  # numpy loads only when the embedding cache is used
@@ -125,11 +125,13 @@ class ChunkRow:
     fields: tuple[list[str], list[str], list[str]] = ([], [], [])
     text: str = ""  # the chunk's text as stored and quoted (verbatim from the file)
     meta: str = ""  # its metadata (store.chunk_metadata) as JSON
+    date: str = ""  # the ISO day it is about (read/dates.py), "" when it has none
 
 
 def chunk_row(
     chunk_id: str, text_hash: str, text: str, *, title: str, aliases: Iterable[str],
     chain: Iterable[str], stored: str = "", meta: dict | None = None,
+    date: str | None = None,
 ) -> ChunkRow:  # fmt: skip
     """A chunk's keyword record: the terms of its searchable `text`, and those of its
     note's title and aliases and of its heading chain (the title left out of it when it
@@ -146,6 +148,7 @@ def chunk_row(
         ),
         stored,
         json.dumps(meta, ensure_ascii=False) if meta else "",
+        date or "",
     )
 
 
@@ -231,6 +234,7 @@ class Manifest:
             )
             self._add_field_columns()
             self._add_chunk_columns()
+            chunk_dates.create(self.db)
         except sqlite3.Error as exc:
             self._release()
             raise AskmdError(
@@ -321,6 +325,9 @@ class Manifest:
                     "VALUES (?, ?, ?, ?, ?, 0)",
                     [(row.id, rec.source, row.text_hash, row.text, row.meta) for row in chunk_rows],
                 )
+                chunk_dates.record(
+                    self.db, rec.source, [(row.id, row.date) for row in chunk_rows if row.date]
+                )
                 for row in chunk_rows:
                     cjk = (
                         2 * sum(1 for t in row.terms if t >= "\u3040" and is_cjk_term(t))
@@ -384,6 +391,7 @@ class Manifest:
     def _drop(self, source: str) -> None:
         self.db.execute("DELETE FROM chunks WHERE source = ?", (source,))
         self.db.execute("DELETE FROM links WHERE source = ?", (source,))
+        chunk_dates.drop(self.db, source)
         docs = [
             r[0] for r in self.db.execute("SELECT doc FROM documents WHERE source = ?", (source,))
         ]
@@ -421,6 +429,14 @@ class Manifest:
         )
         return {t for (tags,) in rows if tags for t in str(tags).split(",") if t}
 
+    def dates(self, ids: list[str]) -> dict[str, str]:
+        """Chunk id -> the ISO day it is about, for those of these chunks that have one."""
+        return chunk_dates.of(self.db, ids)
+
+    def dated_between(self, since: str, until: str, limit: int) -> list[str]:
+        """Up to `limit` chunks about a day within since..until (ISO, both included)."""
+        return chunk_dates.between(self.db, since, until, limit)
+
     def chunk_ids(self, source: str) -> dict[str, str]:
         """{chunk id: text hash} of a file's recorded chunks."""
         rows = self.db.execute("SELECT id, text_hash FROM chunks WHERE source = ?", (source,))
@@ -452,7 +468,7 @@ class Manifest:
         """Drop every file; the vector store is emptied by the next filling (`reset`)."""
         with self._transaction():
             for table in ("files", "chunks", "postings", "documents", "links", "stale",
-                          "packed", "packed_gone"):  # fmt: skip
+                          "packed", "packed_gone", "chunk_dates"):  # fmt: skip
                 self.db.execute(f"DELETE FROM {table}")
             self.db.execute(f"DROP TABLE IF EXISTS {_LOAD}")
             self.db.execute(
