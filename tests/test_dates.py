@@ -208,6 +208,8 @@ def test_bad_dates_are_one_clear_line(run_rag, journal, tmp_path) -> None:
         done = run_rag(*args, "search", "soup", *flags)
         assert done.returncode != 0
         assert said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    done = run_rag(*args, "search", "what did I cook yesterday", ASKMD_TODAY="soon")
+    assert done.returncode != 0 and "ASKMD_TODAY='soon' is not a date" in done.stderr
 
 
 def test_a_question_that_names_a_day_ranks_that_day_first(run_rag, journal, tmp_path) -> None:
@@ -224,6 +226,8 @@ def test_a_question_that_names_a_day_ranks_that_day_first(run_rag, journal, tmp_
         found = run_rag(*args, "search", question, "--json", **TODAY_ENV)
         first = json.loads(found.stdout)["results"][0]
         assert (first["source"], first["date"]) == (source, day), question
+        assert first["score"] <= 1.0  # a lift for the day keeps scores on 0..1
+        assert "unknown settings" not in found.stderr  # ASKMD_TODAY is not a misspelt setting
     # An undated note is never dropped for the date a question names; other days are.
     found = run_rag(
         *args, "search", "lentil soup cumin yesterday", "--json", "-k", "8", **TODAY_ENV

@@ -335,7 +335,8 @@ def _dated(
         ranked = [(c, v) for c, v in ranked if c not in days or c in within]
     if not DATE_BOOST:
         return ranked
-    boosted = [(c, v + DATE_BOOST if c in within else v) for c, v in ranked]
+    top = 1.0 + DATE_BOOST  # scores stay on 0..1
+    boosted = [((c, (v + DATE_BOOST) / top) if c in within else (c, v / top)) for c, v in ranked]
     return sorted(boosted, key=lambda item: -item[1])
 
 
