@@ -16,7 +16,7 @@ import pytest
 
 from askmd import pipeline
 from askmd.read import dates, notes
-from askmd.search.dates_in_query import Period, understand
+from askmd.search.dates_in_query import Period, understand, without_dates
 from askmd.settings import load_settings
 from tests.conftest import (
     ASK_JSON_FIELDS,
@@ -138,6 +138,13 @@ def test_understand_dates_in_questions(question: str, expected: Period | None) -
     assert understand(question, TODAY) == expected
 
 
+def test_without_dates_leaves_what_is_asked_of_the_day() -> None:
+    assert without_dates("what did I cook on February 10, 2026?", TODAY) == "what did I cook?"
+    assert without_dates("2026年2月10日做了什么饭？", TODAY) == "做了什么饭？"
+    assert without_dates("When in March 2026 did I ski?", TODAY) == "When did I ski?"
+    assert without_dates("how do I configure the proxy?", TODAY) == "how do I configure the proxy?"
+
+
 def test_last_month_in_january_is_last_december() -> None:
     assert understand("last month", dt.date(2026, 1, 10)) == Period("2025-12-01", "2025-12-31")
 
@@ -234,6 +241,18 @@ def test_a_question_that_names_a_day_ranks_that_day_first(run_rag, journal, tmp_
     )
     sources = {r["source"] for r in json.loads(found.stdout)["results"]}
     assert "recipes.md" in sources and "daily/2026-03-16.md" not in sources
+
+
+def test_a_dated_question_is_answered_from_that_day(run_rag, journal, tmp_path) -> None:
+    """The date words are not asked of the passages' sentences: the passage is of that
+    day, and "February 10, 2026" in the question must not make it look off-topic."""
+    args = folder_args(journal, tmp_path)
+    for question in ("what did I cook on February 10, 2026?", "2026年2月10日做了什么饭？"):
+        asked = run_rag(*args, "ask", question, "--json", **TODAY_ENV)
+        data = json.loads(asked.stdout)
+        assert data["answered"], (question, data["answer"])
+        assert data["references"][0]["source"] == "log/2026-02.md"
+        assert "dumplings" in data["answer"]
 
 
 def test_repl_since_until_and_debug_show_the_dates(journal, tmp_path) -> None:

@@ -156,6 +156,26 @@ def _relative(kind: str, found: re.Match, today: dt.date) -> tuple[dt.date, dt.d
 
 def understand(query: str, today: dt.date) -> Period | None:
     """The period the question names, or None when it names no date."""
+    spans, _ = _read(query, today)
+    if not spans:
+        return None
+    return Period(min(s for s, _ in spans).isoformat(), max(u for _, u in spans).isoformat())
+
+
+def without_dates(query: str, today: dt.date) -> str:
+    """The question with the words that name its dates taken out ("on", "in" before
+    them too): what it asks of a passage already known to be of that day."""
+    _, taken = _read(query, today)
+    for start, end in sorted(taken, reverse=True):
+        before = re.sub(r"\b(?:on|in|from|during|of)\s*$", "", query[:start], flags=re.I)
+        query = before + query[end:]
+    return re.sub(r"\s+([?!.,;:？。，])", r"\1", re.sub(r"\s+", " ", query)).strip()
+
+
+def _read(
+    query: str, today: dt.date
+) -> tuple[list[tuple[dt.date, dt.date]], list[tuple[int, int]]]:
+    """The periods the question names, and where it names them."""
     spans: list[tuple[dt.date, dt.date]] = []
     taken: list[tuple[int, int]] = []  # the characters already read as a date
 
@@ -197,9 +217,7 @@ def understand(query: str, today: dt.date) -> Period | None:
         if not spans and free(found) and 1900 <= year <= 2200:
             if re.search(rf"\b(?:in|during)\s+{year}\b|{year}\s*年", query, re.I):
                 add(found, (dt.date(year, 1, 1), dt.date(year, 12, 31)))
-    if not spans:
-        return None
-    return Period(min(s for s, _ in spans).isoformat(), max(u for _, u in spans).isoformat())
+    return spans, taken
 
 
 def _undated_year(month: int, day: int, year: int | None, today: dt.date) -> dt.date | None:
