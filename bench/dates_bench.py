@@ -33,6 +33,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from askmd.answer import grounding
 from askmd.pipeline import Index
 from askmd.search import dates_in_query, retriever
 from askmd.search.dates_in_query import Period
@@ -125,6 +126,29 @@ def latency(index: Index, rows: list[dict], rounds: int) -> tuple[float, float]:
     return statistics.median(times[True]), statistics.median(times[False])
 
 
+def answered(index: Index, rows: list[dict]) -> tuple[float, float]:
+    """The share of dated questions the grounding judge finds answered by their top
+    passages, judging the question without its date words when the best passage is of
+    that day (as askmd does) and with them."""
+    judge = index.grounding()
+    shares = []
+    plain = grounding._undated
+    for undated in (True, False):
+        if not undated:
+            grounding._undated = lambda question, top: question
+        try:
+            said = []
+            for row in rows:
+                if row["kind"] == "undated":
+                    continue
+                os.environ["ASKMD_TODAY"] = row["today"]
+                said.append(judge.judge(row["q"], index.search(row["q"], 5)).answered)
+            shares.append(sum(said) / len(said))
+        finally:
+            grounding._undated = plain
+    return shares[0], shares[1]
+
+
 def added_cost(index: Index, rows: list[dict], repeat: int = 200) -> tuple[float, float]:
     """Microseconds per search of the two steps dates add to a no-date question: reading
     the question for dates, and looking up the dates of its 5 hits."""
@@ -152,6 +176,7 @@ def main() -> None:
     rows = load(args.smoke)
     langs = ["en"] if args.smoke else ["en", "zh"]
     results: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
+    judged_as: dict[str, tuple[float, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for lang in langs:
@@ -160,6 +185,7 @@ def main() -> None:
             index = Index(load_settings(environ={}, dotenv_path=None, overrides=overrides))
             index.sync()
             mine = [r for r in rows if r["lang"] == lang]
+            judged_as[lang] = answered(index, mine)
             for way, dated, boost in WAYS:
                 for kind, values in rank(index, mine, way, dated, boost).items():
                     results[way][kind].extend(values)
@@ -172,15 +198,20 @@ def main() -> None:
     kinds = sorted(
         results["none"], key=lambda k: (k.split()[0] in order, k.split()[0] == "undated", k)
     )
-    print(f"{'questions':<22}{'n':>4}" + "".join(f"{w:>12}" for w, _, _ in WAYS))
+    print(f"{'questions':<22}{'n':>4}" + "".join(f"{w:>13}" for w, _, _ in WAYS))
     for kind in kinds:
         n = len(results["none"][kind])
-        cells = "".join(f"{sum(results[w][kind]) / n:>12.3f}" for w, _, _ in WAYS)
+        cells = "".join(f"{sum(results[w][kind]) / n:>13.3f}" for w, _, _ in WAYS)
         print(f"{kind:<22}{n:>4}{cells}")
     print(
         f"\nsearch p50 of undated questions (en): {with_dates:.1f} ms with dates read, "
         f"{without:.1f} ms without; ratio {with_dates / without:.3f}"
     )
+    for lang, (without_words, with_words) in judged_as.items():
+        print(
+            f"dated questions judged answered ({lang}): {without_words:.3f} judged without "
+            f"their date words, {with_words:.3f} with them"
+        )
     print(
         f"added per search: {reading:.0f} us reading the question for dates, "
         f"{looking:.0f} us looking up the 5 hits' dates"
