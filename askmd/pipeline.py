@@ -35,7 +35,7 @@ from askmd.index.manifest import Manifest
 from askmd.index.rwlock import ReadWriteLock, WriterLock, file_lock, held_by_another_thread
 from askmd.index.store import Store
 from askmd.read import notes, vault
-from askmd.search import related, rerank, retriever
+from askmd.search import dates_in_query, related, rerank, retriever
 from askmd.settings import Settings
 
 if TYPE_CHECKING:
@@ -64,6 +64,8 @@ def filters(
     heading_level: int | None,
     name: str = "heading_level",
     tags: Iterable[str] | None = None,
+    since: str | None = None,
+    until: str | None = None,
 ) -> retriever.Filters | None:
     """Search filters from what a user gave (a path glob, a heading level, tags: `#project`
     also takes `#project/alpha`), or None; a bad level is refused in one line that calls
@@ -73,9 +75,15 @@ def filters(
     wanted = tuple(dict.fromkeys(t.strip().lstrip("#").strip("/") for t in tags or ()))
     if "" in wanted:
         raise BadRequest("an empty tag: give it as #project or project")
-    if not source and not heading_level and not wanted:
+    since = dates_in_query.parse_day(since, "since") if since else ""
+    until = dates_in_query.parse_day(until, "until") if until else ""
+    if since and until and since > until:
+        raise BadRequest(f"since {since} is after until {until}: nothing could match")
+    if not source and not heading_level and not wanted and not since and not until:
         return None
-    return retriever.Filters(source=source or "", heading_level=heading_level or 0, tags=wanted)
+    return retriever.Filters(
+        source=source or "", heading_level=heading_level or 0, tags=wanted, since=since, until=until
+    )
 
 
 def search_json(query: str, hits: list[retriever.Hit]) -> dict:
@@ -495,8 +503,14 @@ class Index:
         with self.lock.reading():
             self.store.ensure_open(meta)
             return retriever.search(
-                query, embedder, self.store, self.manifest, k, mode=mode, filters=filters
-            )
+                query, embedder, self.store, self.manifest, k, mode=mode, filters=filters,
+                period=self.dates_in(query),
+            )  # fmt: skip
+
+    @staticmethod
+    def dates_in(query: str) -> dates_in_query.Period | None:
+        """The day or period a question names, against today (or ASKMD_TODAY)."""
+        return dates_in_query.understand(query, dates_in_query.today())
 
     def _reopened_replaced(self) -> bool:
         """After a failed search: True when another process had replaced the collection
@@ -538,7 +552,12 @@ class Index:
         depth = max(k, rerank.DEPTH) if reranker else k  # a reranker reads more, keeps k
         restate = rerank.search_rewrite(self.settings, self.chat)
 
+        asked = filters.dates() if filters else None
+        dated: list[dict | None] = [asked]
+
         def search(query: str) -> list[retriever.Hit]:
+            named = self.dates_in(query)
+            dated[0] = named.to_json() if named else asked
             hits = self.search(restate(query) if restate else query, depth, filters=filters)
             ranked_by[0] = getattr(hits, "retriever", "hybrid")
             found[:] = hits
@@ -565,6 +584,7 @@ class Index:
             ground=self.grounding(),
         )
         result.retriever = ranked_by[0]
+        result.dates = dated[0]
         return result
 
     def grounding(self) -> grounding.Grounding:

@@ -367,6 +367,11 @@ def load_settings(
     return settings
 
 
+# ASKMD_* names read outside Settings: not misspelt settings. ASKMD_TODAY fixes the day
+# questions are dated against (search/dates_in_query.py), for tests and measurements.
+NOT_SETTINGS = frozenset({"ASKMD_TODAY"})
+
+
 def _unknown_names(layers: list[tuple[str, Mapping[str, str | None]]]) -> str:
     """Each ASKMD_* name no setting reads, where it was set, and the nearest known name:
     a misspelled setting is otherwise ignored without a word."""
@@ -374,6 +379,8 @@ def _unknown_names(layers: list[tuple[str, Mapping[str, str | None]]]) -> str:
     found: dict[str, str] = {}
     for layer_name, layer in layers:
         for name in layer:
+            if name in NOT_SETTINGS:
+                continue
             if name.startswith("ASKMD_") and name[len("ASKMD_") :] not in known:
                 found[name] = layer_name
     said = []

@@ -164,6 +164,7 @@ ASK_JSON_FIELDS = [
     "confidence",
     "nearest",
     "unsupported_citations",
+    "dates",
 ]
 
 

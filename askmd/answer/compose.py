@@ -139,6 +139,9 @@ class Answer:
     confidence: float | None = None  # the judgement's confidence, 0..1; None: not judged
     nearest: list[Hit] = field(default_factory=list)
     unsupported_citations: list[int] = field(default_factory=list)  # cited, not supported
+    # The days searched: the period the question names, else the --since/--until given
+    # ({"since", "until"}, ISO); None when neither limited the search.
+    dates: dict | None = None
 
     def to_json(self) -> dict:
         return {
@@ -158,6 +161,7 @@ class Answer:
             "confidence": None if self.confidence is None else round(self.confidence, 3),
             "nearest": [pointer(h) for h in self.nearest],
             "unsupported_citations": self.unsupported_citations,
+            "dates": self.dates,
         }
 
 

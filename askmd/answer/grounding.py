@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from askmd.index import embedding_models as models
+from askmd.search import dates_in_query
 from askmd.search.query_translation import english_terms
 from askmd.terms import cjk_share, content_terms, has_cjk
 
@@ -171,6 +172,7 @@ class Grounding:
         top = list(hits[:PASSAGES])
         if not top:
             return Verdict(False, 0.0, 0.0, 0.0, "")
+        question = _undated(question, top[0])
         found: list[str] = []
         for hit in top:
             for sentence in self.split(hit.text):
@@ -288,3 +290,17 @@ def _share(wanted: list[str], held: set[str], idf: dict[str, float]) -> float:
 def _headed(hit: Hit) -> str:
     """A passage as its chunk was embedded: the heading chain, then the text."""
     return f"{hit.heading_chain}\n{hit.text}" if hit.heading_chain else hit.text
+
+
+def _undated(question: str, top: Hit) -> str:
+    """The question without its date words when the best passage is of the day or period
+    it names: "what did I cook on February 10, 2026?" asks "what did I cook" of the
+    February 10 entry, whose sentences never spell its date (its heading or file name
+    does), so the date words would only make the passage look off-topic."""
+    if top.date is None:
+        return question
+    today = dates_in_query.today()
+    period = dates_in_query.understand(question, today)
+    if period is None or not period.holds(top.date):
+        return question
+    return dates_in_query.without_dates(question, today) or question

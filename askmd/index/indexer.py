@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from askmd.errors import Damaged, IndexBusy  # noqa: F401 - raised by sync; callers catch it here
+from askmd.index import chunk_dates, migrations, prepare
 from askmd.index import embedding_models as models
-from askmd.index import migrations, prepare
 from askmd.index.changes import (
     Current,
     gate,
@@ -136,6 +136,7 @@ def sync(
             looked = (report, generation, current)
             same = same and not manifest.packing_due()  # an index from older code packs once
             same = same and not migrations.upgrades_due(manifest)  # ... and is upgraded once
+            same = same and not chunk_dates.due(manifest)  # ... and dates its chunks
             if same:
                 _vectors_only(run, report)
                 report.seconds = time.perf_counter() - started
@@ -253,6 +254,9 @@ def _upkeep(run: _Run) -> None:
     if manifest.get("links_version") != vault.LINKS_VERSION:
         with run.options.commit():
             _reread_links(run.settings, manifest)
+    if chunk_dates.due(manifest):  # an index from before dates: its chunks dated
+        with run.options.commit():
+            chunk_dates.backfill(manifest, run.settings.knowledge_dir, run.settings.max_file_bytes)
     if manifest.packing_due():  # common terms' postings as arrays: fast keyword search
         # Outside commit(): searches need not wait (seconds on a big folder). They
         # read through their own connections, which see the packing before or after,
@@ -305,3 +309,4 @@ def _mark_format(manifest: Manifest, fp: str) -> None:
     is then resumed by the next run, not taken for an index of older code and rebuilt."""
     migrations.mark_current(manifest)
     manifest.set(links_version=vault.LINKS_VERSION, fingerprint=fp)
+    manifest.set(**{chunk_dates.KEY: chunk_dates.VERSION})

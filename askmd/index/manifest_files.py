@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from askmd.index import packed_postings
+from askmd.index import chunk_dates, packed_postings
 from askmd.index.manifest_db import ManifestDB, now
 from askmd.index.manifest_keywords import _LOAD, ChunkRow, _postings
 from askmd.terms import is_cjk_term
@@ -74,6 +74,9 @@ class FileRecords(ManifestDB):
                     "VALUES (?, ?, ?, ?, ?, 0)",
                     [(row.id, rec.source, row.text_hash, row.text, row.meta) for row in chunk_rows],
                 )
+                chunk_dates.record(
+                    self.db, rec.source, [(row.id, row.date) for row in chunk_rows if row.date]
+                )
                 for row in chunk_rows:
                     cjk = (
                         2 * sum(1 for t in row.terms if t >= "\u3040" and is_cjk_term(t))
@@ -99,6 +102,7 @@ class FileRecords(ManifestDB):
     def _drop(self, source: str) -> None:
         self.db.execute("DELETE FROM chunks WHERE source = ?", (source,))
         self.db.execute("DELETE FROM links WHERE source = ?", (source,))
+        chunk_dates.drop(self.db, source)
         docs = [
             r[0] for r in self.db.execute("SELECT doc FROM documents WHERE source = ?", (source,))
         ]
@@ -152,6 +156,14 @@ class FileRecords(ManifestDB):
         sql = "SELECT id, source FROM chunks WHERE id IN ({})"
         return dict(self._rows_in(sql, [], ids))
 
+    def dates(self, ids: list[str]) -> dict[str, str]:
+        """Chunk id -> the ISO day it is about, for those of these chunks that have one."""
+        return chunk_dates.of(self.db, ids)
+
+    def dated_between(self, since: str, until: str, limit: int) -> list[str]:
+        """Up to `limit` chunks about a day within since..until (ISO, both included)."""
+        return chunk_dates.between(self.db, since, until, limit)
+
     def chunk_ids(self, source: str) -> dict[str, str]:
         """{chunk id: text hash} of a file's recorded chunks."""
         rows = self.db.execute("SELECT id, text_hash FROM chunks WHERE source = ?", (source,))
@@ -184,7 +196,7 @@ class FileRecords(ManifestDB):
         """Drop every file; the vector store is emptied by the next filling (`reset`)."""
         with self._transaction():
             for table in ("files", "chunks", "postings", "documents", "links", "stale",
-                          "packed", "packed_gone", "indexed"):  # fmt: skip
+                          "packed", "packed_gone", "indexed", "chunk_dates"):  # fmt: skip
                 self.db.execute(f"DELETE FROM {table}")
             self.db.execute(f"DROP TABLE IF EXISTS {_LOAD}")
             self.db.execute(

@@ -46,11 +46,13 @@ class ChunkRow:
     fields: tuple[list[str], list[str], list[str]] = ([], [], [])
     text: str = ""  # the chunk's text as stored and quoted (verbatim from the file)
     meta: str = ""  # its metadata (store.chunk_metadata) as JSON
+    date: str = ""  # the ISO day it is about (read/dates.py), "" when it has none
 
 
 def chunk_row(
     chunk_id: str, text_hash: str, text: str, *, title: str, aliases: Iterable[str],
     chain: Iterable[str], stored: str = "", meta: dict | None = None,
+    date: str | None = None,
 ) -> ChunkRow:  # fmt: skip
     """A chunk's keyword record: the terms of its searchable `text`, and those of its
     note's title and aliases and of its heading chain (the title left out of it when it
@@ -67,6 +69,7 @@ def chunk_row(
         ),
         stored,
         json.dumps(meta, ensure_ascii=False) if meta else "",
+        date or "",
     )
 
 

@@ -22,7 +22,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from askmd.index import packed_postings
+from askmd.index import chunk_dates, packed_postings
 from askmd.index.manifest_keywords import _CJK_TERM, FIELDS
 
 if TYPE_CHECKING:
@@ -134,6 +134,13 @@ def m007_indexed_times(db: sqlite3.Connection) -> None:
     db.execute("CREATE TABLE IF NOT EXISTS indexed (source TEXT PRIMARY KEY, at TEXT NOT NULL)")
 
 
+def m008_chunk_dates(db: sqlite3.Connection) -> None:
+    """The day each dated chunk is about (index/chunk_dates.py); an older index's chunks
+    are dated by the sync that follows (`chunk_dates.backfill`), with nothing embedded."""
+    for statement in chunk_dates.SCHEMA:
+        db.execute(statement)
+
+
 SCHEMA: list[Callable[[sqlite3.Connection], None]] = [
     m001_tables,
     m002_documents_script_flag,
@@ -142,6 +149,7 @@ SCHEMA: list[Callable[[sqlite3.Connection], None]] = [
     m005_chunk_texts,
     m006_chunks_pending_index,
     m007_indexed_times,
+    m008_chunk_dates,
 ]
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import chunker
 from askmd.index.manifest import ChunkRow, LinkRow, chunk_row
 from askmd.index.store import chunk_metadata
-from askmd.read import notes
+from askmd.read import dates, notes
 
 # A cold sync of at least this many notes prepares them in worker processes.
 WORKERS_FROM_NOTES = 1000
@@ -73,6 +73,7 @@ def prepare(job: Job, note: notes.Note | None = None) -> Prepared:
             chunk_row(
                 c.id, text_hash, embed, title=c.title, aliases=note.aliases,
                 chain=c.heading_chain, stored=c.text, meta=meta,
+                date=dates.of_chunk(note.date, c.heading_chain),
             )
         )  # fmt: skip
     return Prepared(job.source, note.md5, rows, link_rows(note))  # warnings: said when hashed

@@ -55,9 +55,13 @@ class FiltersBody(_Body):
     source: str | None = Field(None, max_length=1000, examples=["guides/**"])
     heading_level: int | None = Field(None, ge=1, le=4)
     tag: list[str] | None = Field(None, max_length=20, examples=[["project"]])
+    since: str | None = Field(None, max_length=40, examples=["2026-01-01"])
+    until: str | None = Field(None, max_length=40, examples=["2026-01-31"])
 
     def filters(self) -> retriever.Filters | None:
-        return pipeline.filters(self.source, self.heading_level, tags=self.tag)
+        return pipeline.filters(
+            self.source, self.heading_level, tags=self.tag, since=self.since, until=self.until
+        )
 
 
 class IngestBody(_Body):

@@ -240,7 +240,10 @@ def _kept_on_ctrl_c(index: Index) -> Iterator[None]:
 def _filters(args: argparse.Namespace) -> retriever.Filters | None:
     source, level = getattr(args, "source", None), getattr(args, "heading_level", None)
     tags = getattr(args, "tag", None)
-    return pipeline.filters(source, level, name="--heading-level", tags=tags)
+    since, until = getattr(args, "since", None), getattr(args, "until", None)
+    return pipeline.filters(
+        source, level, name="--heading-level", tags=tags, since=since, until=until
+    )
 
 
 def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
@@ -415,6 +418,8 @@ Type a question, or a command:
   /debug QUESTION   show the retrieved chunks with their scores (no LLM)
   /sources          everything retrieved for the last answer
   /related NOTE     the notes most related to a note
+  /since DATE       answer only from notes dated DATE or later (/since alone: any date)
+  /until DATE       answer only from notes dated DATE or earlier (/until alone: any date)
   /clear            forget the conversation (follow-ups start afresh)
   /save [FILE]      keep the conversation as Markdown (default: askmd-answers/)
   /reindex          rebuild the index from scratch
@@ -431,6 +436,11 @@ class Conversation:
     turns: list[answer.Turn]
     last: answer.Answer | None = None
     answers: list[answer.Answer] = field(default_factory=list)  # all shown, for /save
+    since: str = ""  # /since and /until: the days every question is limited to
+    until: str = ""
+
+    def filters(self) -> retriever.Filters | None:
+        return pipeline.filters(None, None, since=self.since, until=self.until)
 
 
 def cmd_repl(args: argparse.Namespace, settings: Settings) -> int:
@@ -536,9 +546,11 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
         console.show_filling(index.filling())
         if not rest.strip():
             raise AskmdError("/debug needs a question, e.g. /debug how do I rotate the keys?")
+        filters = talk.filters()
         query, hits = answer.resolve(  # as a question here would be searched, without a model
-            rest, talk.turns, lambda q: index.search(q, index.settings.top_k), None
+            rest, talk.turns, lambda q: index.search(q, index.settings.top_k, filters=filters), None
         )
+        _show_dates(index.dates_in(query), filters)
         console.show_debug(hits, query, index.backlinks())
         if hits:
             console.show_verdict(index.grounding().judge(query, hits))
@@ -550,6 +562,8 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
         if talk.last is None:
             raise AskmdError("no answer yet: ask a question first")
         console.show_hits(talk.last.hits, talk.last.query, full=True)
+    elif word in ("/since", "/until"):
+        _limit_dates(talk, word[1:], rest.strip())
     elif word == "/clear":
         talk.turns.clear()
         talk.answers.clear()
@@ -572,6 +586,35 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
     return None
 
 
+def _limit_dates(talk: Conversation, end: str, day: str) -> None:
+    """/since DATE or /until DATE: every question from now on is limited to those days;
+    the command alone lifts that limit."""
+    before = (talk.since, talk.until)
+    setattr(talk, end, day)
+    try:
+        filters = talk.filters()
+    except AskmdError:
+        talk.since, talk.until = before
+        raise
+    shown = filters.dates() if filters else None
+    if shown is None:
+        console.notice("questions are no longer limited by date")
+    else:
+        since, until = shown["since"] or "any date", shown["until"] or "any date"
+        console.notice(f"questions are limited to notes dated {since} to {until}")
+    if filters:  # stored as read (2026/1/7 -> 2026-01-07)
+        talk.since, talk.until = filters.since, filters.until
+
+
+def _show_dates(named, filters: retriever.Filters | None) -> None:
+    """/debug: the days the question names and those /since and /until set."""
+    if named is not None:
+        console.notice(f"dates in the question: {named.since} to {named.until}")
+    asked = filters.dates() if filters else None
+    if asked is not None:
+        console.notice(f"dates set: {asked['since'] or 'any'} to {asked['until'] or 'any'}")
+
+
 def _ask_in_repl(index: Index, talk: Conversation, line: str) -> answer.Answer:
     """Answer a question; one that is read with the one before says so before its answer
     (before the model's stream starts, when there is one)."""
@@ -588,7 +631,7 @@ def _ask_in_repl(index: Index, talk: Conversation, line: str) -> answer.Answer:
         return stream_answer(pieces, sources)
 
     result = index.ask(
-        line, talk.turns, index.settings.top_k, show=show,
+        line, talk.turns, index.settings.top_k, show=show, filters=talk.filters(),
         searched=lambda query, _hits: searched.append(query),
     )  # fmt: skip
     searched.append(result.query)
@@ -636,6 +679,12 @@ def _add_filters(command: argparse.ArgumentParser) -> None:
         metavar="TAG",
         help="only chunks tagged TAG (front matter or inline; #project takes #project/alpha); "
         "repeat to require several",
+    )
+    command.add_argument(
+        "--since", metavar="DATE", help="only notes and entries dated DATE or later (YYYY-MM-DD)"
+    )
+    command.add_argument(
+        "--until", metavar="DATE", help="only notes and entries dated DATE or earlier"
     )
 
 

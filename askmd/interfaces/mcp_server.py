@@ -127,6 +127,7 @@ class AskResult(TypedDict):
     confidence: float | None
     nearest: list[PointerJson]
     unsupported_citations: list[int]
+    dates: dict | None  # {"since", "until"}: the days the question named or were given
 
 
 class NoteText(TypedDict):
@@ -322,23 +323,33 @@ class Notes:
         source: str | None = None,
         heading_level: int | None = None,
         tags: list[str] | None = None,
+        since: str | None = None,
+        until: str | None = None,
     ) -> SearchResults:
         """Search the notes by keyword and meaning together: the best passages, each with
         its file (`source`), heading chain and line range, best first. `source` is a
         path glob (e.g. "guides/**"); `heading_level` N keeps passages under headings of
         level N or higher (1 = H1); `tags` keeps passages carrying every tag given
-        ("project" also takes "project/alpha")."""
+        ("project" also takes "project/alpha"); `since` and `until` (YYYY-MM-DD, both
+        included) keep passages of notes or entries dated within them."""
         with refusals():
             if not query.strip():
                 raise AskmdError("the query is empty")
             check_text(query, "the query")
             check_text(source, "source")
-            filters = pipeline.filters(source, heading_level, tags=tags)
+            filters = pipeline.filters(source, heading_level, tags=tags, since=since, until=until)
             self.ready()
             hits = self.index.search(query, k, filters=filters)
             return pipeline.search_json(query, hits)
 
-    def ask(self, question: Query, k: K = 5, tags: list[str] | None = None) -> AskResult:
+    def ask(
+        self,
+        question: Query,
+        k: K = 5,
+        tags: list[str] | None = None,
+        since: str | None = None,
+        until: str | None = None,
+    ) -> AskResult:
         """Answer a question from the notes, with [n] citations checked against the
         passages and a reference for each (file, heading chain, lines, the quoted
         fragment). `mode` is "llm" when a model wrote it, "extractive" when it quotes the
@@ -346,12 +357,13 @@ class Notes:
         `answered` is false when the notes don't answer the question: then nothing is
         cited and `nearest` points at the closest passages. `unsupported_citations` lists
         the passages a model's answer cites for what they do not say.
-        `tags` answers only from passages carrying every tag given."""
+        `tags` answers only from passages carrying every tag given; `since` and `until`
+        (YYYY-MM-DD, both included) only from notes or entries dated within them."""
         with refusals():
             if not question.strip():
                 raise AskmdError("the question is empty")
             check_text(question, "the question")
-            filters = pipeline.filters(None, None, tags=tags)
+            filters = pipeline.filters(None, None, tags=tags, since=since, until=until)
             self.ready()
             return self.index.ask(question, [], k, filters=filters).to_json()
 

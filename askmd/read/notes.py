@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from askmd.read import readers, vault
+from askmd.read import dates, readers, vault
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,7 @@ class Note:
     links: tuple[vault.Link, ...] = ()
     inline_tags: tuple[tuple[str, int], ...] = ()
     pages: tuple[int, ...] = ()  # paged formats (PDF): the body line each page starts on
+    date: str | None = None  # ISO day the note is about (dates.of_note), when it has one
 
     def page_span(self, line_start: int, line_end: int) -> tuple[int | None, int | None]:
         """The 1-based pages a body line range covers; (None, None) for unpaged formats."""
@@ -242,6 +243,7 @@ def _convert(path: Path, source: str, fmt: str, size: int, max_bytes: int | None
         title=converted.title,
         pages=converted.pages,
         warnings=converted.warnings,
+        date=dates.from_name(source),
     )
 
 
@@ -272,6 +274,7 @@ def parse(data: bytes, source: str) -> Note:
         edits=found.edits,
         links=found.links,
         inline_tags=found.tags,
+        date=dates.of_note(source, meta),
     )
 
 

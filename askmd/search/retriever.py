@@ -22,6 +22,7 @@ from askmd.index import embedding_models as models
 from askmd.index import windows
 from askmd.read import notes, vault
 from askmd.search import identifiers, query_translation
+from askmd.search.dates_in_query import Period
 from askmd.terms import cjk_share, content_terms
 
 if TYPE_CHECKING:
@@ -73,6 +74,19 @@ CJK_WINDOW_MARGIN = 0.06
 # word for word first: made-up and real identifier lookups (bench/identifiers_bench.py,
 # BENCHMARKS.md "Exact identifiers").
 EXACT_IDENTIFIERS = True
+# A question that names a day or a period (dates_in_query.py) ranks the chunks of that
+# date: "filter" drops the chunks dated otherwise (undated ones stay), and DATE_BOOST is
+# added to the blended score of those in the period. On the journal sets
+# (bench/dates_bench.py, BENCHMARKS.md "Dates") the day asked about came first for 15%
+# of dated questions ignoring dates, 97% filtering alone (an undated guide outranked
+# the day), 90% / 100% boosting by 0.5 / 1.0 alone (with 37% of the top 5 still from
+# other days at 1.0), and 100% filtering with a boost of 0.25 or 1.0, none of the top 5
+# from other days; undated questions 100% in every way.
+DATED = "filter"
+DATE_BOOST = 0.25
+# The chunks of the period are candidates even when neither retriever found them (a
+# year of daily notes, and a question whose only clue is "yesterday"): up to this many.
+DATED_CANDIDATES = 1000
 # Embeds of embeds are followed this deep (A shows B's section, which shows C's...); a
 # cycle (A embeds B embeds A) ends sooner, at the first note already listed.
 EMBED_DEPTH = 3
@@ -95,6 +109,7 @@ class Hit:
     # the line of the embed, nearest first: the words are cited where they are written
     # (`source`), and these are the other places a reader sees them.
     shown_in: tuple[tuple[str, int], ...] = ()
+    date: str | None = None  # the ISO day the chunk is about (read/dates.py), when known
 
     def to_json(self) -> dict:
         found = {
@@ -111,6 +126,8 @@ class Hit:
         }
         if self.shown_in:  # only where an embed shows it: most notes are embedded nowhere
             found["shown_in"] = [{"source": s, "line": line} for s, line in self.shown_in]
+        if self.date:
+            found["date"] = self.date
         return found
 
 
@@ -125,6 +142,22 @@ class Filters:
     source: str = ""  # a glob on the path inside the knowledge folder, e.g. "guides/**"
     heading_level: int = 0  # only chunks under a heading of this level or higher (1 = H1)
     tags: tuple[str, ...] = ()  # only chunks with every one of these tags (or tags under them)
+    # Only chunks dated within since..until (ISO days, both included; "" leaves that end
+    # open): undated chunks are left out too, since the user asked for dates.
+    since: str = ""
+    until: str = ""
+
+    @property
+    def period(self) -> Period | None:
+        if not (self.since or self.until):
+            return None
+        return Period(self.since or "0001-01-01", self.until or "9999-12-31")
+
+    def dates(self) -> dict | None:
+        """The days given, as `ask --json` shows them (an open end is null)."""
+        if not (self.since or self.until):
+            return None
+        return {"since": self.since or None, "until": self.until or None}
 
     def allows(self, metadata: dict) -> bool:
         if self.source and not notes.matches(str(metadata.get("source", "")), (self.source,)):
@@ -177,6 +210,7 @@ def search(
     mode: str = "hybrid",
     filters: Filters | None = None,
     partial: str | None = None,
+    period: Period | None = None,
 ) -> Ranked:
     """The k best chunks for the query, best first.
 
@@ -189,6 +223,9 @@ def search(
 
     While the vector store is being filled, `partial` (default PARTIAL) says how hybrid
     ranks; dense search never returns a chunk whose vector is not stored for its text.
+
+    `period`, the day or period the question names, ranks the chunks of that date
+    (`_dated`); `filters.since` and `until` keep only chunks dated within them.
     """
     if not has_words(query) or k <= 0:
         return _ranked([], mode)
@@ -224,6 +261,7 @@ def search(
         known.update((s.id, s) for s in found if filtered)
         dense = _joined(dense, [(s.id, 1.0 - s.distance) for s in found], weight)
     if mode == "dense":
+        dense = _dated(dense, manifest, filters.period, period)
         hits = _hits(_fetch(store, manifest, known, dense, k), k)
         return _ranked(_located(hits, manifest), mode)
     keyword = manifest.keyword(content_terms(query), pool, cjk=is_cjk_query(query))
@@ -240,6 +278,7 @@ def search(
     if mode == "keyword":
         best = keyword[0][1] if keyword else 1.0
         scored = _identifiers_first([(c, v / best) for c, v in keyword], held)
+        scored = _dated(scored, manifest, filters.period, period)
         hits = _hits(_fetch(store, manifest, known, scored, k), k)
         return _ranked(_located(hits, manifest), mode)
     alpha = dense_share(query, dense_by)
@@ -260,8 +299,45 @@ def search(
         key=lambda item: (-item[1], -by_keyword.get(item[0], 0.0)),
     )
     ranked = _identifiers_first(ranked, held)
+    ranked = _dated(ranked, manifest, filters.period, period)
     hits = _hits(_fetch(store, manifest, known, ranked, k), k)
     return _ranked(_located(hits, manifest), "hybrid")
+
+
+def _dated(
+    ranked: list[tuple[str, float]],
+    manifest: Manifest,
+    asked: Period | None,
+    named: Period | None,
+) -> list[tuple[str, float]]:
+    """The ranking limited to the chunks dated within the period `asked` for by hand
+    (undated ones too are left out), and ranked for the period the question `named`
+    (DATED: a chunk with no date is never dropped for it). The chunks of either period
+    that no retriever found join the end, by date, so a day's note is found even when
+    its words do not match the question's."""
+    if asked is None and named is None:
+        return ranked
+    present = {c for c, _ in ranked}
+    for period in (asked, named):
+        if period is not None:
+            extra = manifest.dated_between(period.since, period.until, DATED_CANDIDATES)
+            ranked = ranked + [(c, 0.0) for c in extra if c not in present]
+            present.update(extra)
+    days = manifest.dates([c for c, _ in ranked])
+    if asked is not None:
+        ranked = [(c, v) for c, v in ranked if c in days and asked.holds(days[c])]
+    if named is None:
+        return ranked
+    within = {c for c, _ in ranked if c in days and named.holds(days[c])}
+    if not within:
+        return ranked  # the notes have nothing of that date: rank as if it were not named
+    if DATED == "filter":
+        ranked = [(c, v) for c, v in ranked if c not in days or c in within]
+    if not DATE_BOOST:
+        return ranked
+    top = 1.0 + DATE_BOOST  # scores stay on 0..1
+    boosted = [((c, (v + DATE_BOOST) / top) if c in within else (c, v / top)) for c, v in ranked]
+    return sorted(boosted, key=lambda item: -item[1])
 
 
 def _holding(
@@ -570,6 +646,12 @@ def _hits(scored: list[tuple[Stored, float]], k: int) -> list[Hit]:
     ]
 
 
+def _with_dates(hits: list[Hit], manifest: Manifest) -> list[Hit]:
+    """The hits with the day each is about, where the index knows it."""
+    days = manifest.dates([h.chunk_id for h in hits]) if hits else {}
+    return [replace(h, date=days[h.chunk_id]) if h.chunk_id in days else h for h in hits]
+
+
 def _overlaps(a: dict, b: dict) -> bool:
     """Two pieces of one section whose lines overlap (the chunker's overlap repeats text)."""
     return (
@@ -614,7 +696,9 @@ def _embedded_by(manifest: Manifest) -> dict[str, list[tuple[str, str, int]]]:
 
 
 def _located(hits: list[Hit], manifest: Manifest) -> list[Hit]:
-    """The hits with the notes that show them through embeds (`Hit.shown_in`)."""
+    """The hits with their dates and the notes that show them through embeds
+    (`Hit.shown_in`)."""
+    hits = _with_dates(hits, manifest)
     embeds = _embedded_by(manifest) if hits else {}
     if not embeds:
         return hits

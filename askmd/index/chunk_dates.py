@@ -1,0 +1,107 @@
+"""The day each dated chunk is about (read/dates.py), kept in the manifest beside it.
+
+A table of its own, not a column of `chunks` nor a key of the chunk's metadata: an index
+written before dates were read opens as it is (`create` only adds the empty table), and
+its chunks are dated by `backfill`, which re-reads front matter and file names and
+takes headings from the stored chunks: nothing is chunked or embedded again. Only
+dated chunks have a row.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from askmd.read import dates, notes, vault
+
+if TYPE_CHECKING:
+    from askmd.index.manifest import Manifest
+
+VERSION = "1"  # bump when dates are read differently: every chunk is dated again
+KEY = "dates_version"  # the meta key saying which VERSION dated the index's chunks
+
+
+# The table and its indexes, made by migration m008 (index/migrations.py).
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS chunk_dates ("
+    " chunk TEXT PRIMARY KEY, source TEXT NOT NULL, date TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS chunk_dates_by_source ON chunk_dates (source)",
+    "CREATE INDEX IF NOT EXISTS chunk_dates_by_date ON chunk_dates (date)",
+)
+
+
+def record(db: sqlite3.Connection, source: str, rows: Iterable[tuple[str, str]]) -> None:
+    """(chunk id, ISO date) of a file's dated chunks, inside the caller's transaction."""
+    db.executemany(
+        "INSERT OR REPLACE INTO chunk_dates VALUES (?, ?, ?)", [(c, source, d) for c, d in rows]
+    )
+
+
+def drop(db: sqlite3.Connection, source: str) -> None:
+    db.execute("DELETE FROM chunk_dates WHERE source = ?", (source,))
+
+
+def of(db: sqlite3.Connection, ids: list[str]) -> dict[str, str]:
+    """Chunk id -> date, for those of these chunks that have one."""
+    found: dict[str, str] = {}
+    try:
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            marks = ",".join("?" * len(part))
+            found.update(
+                db.execute(f"SELECT chunk, date FROM chunk_dates WHERE chunk IN ({marks})", part)
+            )
+    except sqlite3.OperationalError:  # a read-only index from before dates were kept
+        return {}
+    return found
+
+
+def between(db: sqlite3.Connection, since: str, until: str, limit: int) -> list[str]:
+    """Up to `limit` chunks dated within since..until (both included), by date."""
+    try:
+        rows = db.execute(
+            "SELECT chunk FROM chunk_dates WHERE date BETWEEN ? AND ? ORDER BY date LIMIT ?",
+            (since, until, limit),
+        )
+        return [r[0] for r in rows]
+    except sqlite3.OperationalError:
+        return []
+
+
+def due(manifest: Manifest) -> bool:
+    """Whether the index's chunks were dated by another VERSION, or not at all."""
+    return not manifest.read_only and manifest.get(KEY) != VERSION
+
+
+def backfill(manifest: Manifest, root: Path, max_bytes: int | None) -> int:
+    """Date every indexed chunk again, in one commit; how many got a date. A note's own
+    date is read again from its front matter and name; its headings are in the chunks'
+    stored metadata. A PDF or Word file is dated by its name alone (converting it again
+    would cost seconds each, for a date it rarely holds)."""
+    rows: dict[str, list[tuple[str, str]]] = {}
+    for source in manifest.files():
+        note_date = dates.from_name(source)
+        if vault.is_note(source):
+            try:
+                note_date = notes.read(root, source, max_bytes).date
+            except notes.Unreadable:
+                pass  # its next sync says why; dated by its name meanwhile
+        rows[source] = [
+            (chunk.id, found)
+            for chunk in manifest.chunks_of([source])
+            if (found := dates.of_chunk(note_date, _chain(chunk.metadata)))
+        ]
+    with manifest._transaction():
+        manifest.db.execute("DELETE FROM chunk_dates")
+        for source, dated in rows.items():
+            record(manifest.db, source, dated)
+        manifest.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (KEY, VERSION))
+        manifest._bump()
+    return sum(len(d) for d in rows.values())
+
+
+def _chain(metadata: dict) -> list[str]:
+    chain = str(metadata.get("heading_chain", ""))
+    return chain.split(" > ") if chain else []

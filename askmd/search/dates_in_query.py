@@ -1,0 +1,231 @@
+"""The day or period a question names: "January 7, 2026", "2026年3月", "yesterday", "上周".
+
+Pure: the question and today's date in, a Period (first and last day, inclusive) out.
+Several dates in one question ("between March 3 and March 7") give the span from the
+first to the last. A day written without its year ("1月7日", "March 3") takes the year
+written elsewhere in the question, else the latest such day that is not after today:
+people ask about days gone by. Weeks run Monday to Sunday.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+from dataclasses import dataclass
+
+from askmd.errors import BadRequest
+from askmd.read.dates import MONTH_NAME, MONTHS
+
+TODAY = "ASKMD_TODAY"  # fixes "today" (YYYY-MM-DD), for tests and measurements
+
+
+@dataclass(frozen=True)
+class Period:
+    since: str  # ISO dates, both days included
+    until: str
+
+    def to_json(self) -> dict:
+        return {"since": self.since, "until": self.until}
+
+    def holds(self, date: str) -> bool:
+        return self.since <= date <= self.until
+
+
+def today() -> dt.date:
+    """Today, or the day ASKMD_TODAY names."""
+    fixed = os.environ.get(TODAY, "").strip()
+    if not fixed:
+        return dt.date.today()
+    try:
+        return dt.date.fromisoformat(fixed)
+    except ValueError:
+        raise BadRequest(f"{TODAY}={fixed!r} is not a date: give it as YYYY-MM-DD") from None
+
+
+def parse_day(text: str, what: str = "the date") -> str:
+    """A date given by hand (`--since`, `/until`, an API field): ISO, or any spelling
+    `understand` reads as one day. Raises BadRequest in one line otherwise."""
+    period = understand(text.strip(), today())
+    if period is None or period.since != period.until:
+        raise BadRequest(f"{what} {text!r} is not a day: give it as YYYY-MM-DD")
+    return period.since
+
+
+def _day(year: int, month: int, day: int) -> dt.date | None:
+    try:
+        return dt.date(year, month, day)
+    except ValueError:
+        return None
+
+
+def _month_span(year: int, month: int) -> tuple[dt.date, dt.date] | None:
+    if not 1 <= month <= 12:
+        return None
+    first = dt.date(year, month, 1)
+    after = dt.date(year + month // 12, month % 12 + 1, 1)
+    return first, after - dt.timedelta(days=1)
+
+
+def _month(value: str) -> int:
+    return int(value) if value.isdigit() else MONTHS[value.lower().rstrip(".")]
+
+
+_B = r"(?<![\w\d])"  # not inside a word or number (CJK characters are \w: only digits here)
+_E = r"(?![\d])"
+_ENGLISH_END = r"(?![\w])"
+
+# Full dates: (pattern, group order). Each match is one day.
+_FULL = [
+    (re.compile(_B + r"(\d{4})-(\d{1,2})-(\d{1,2})" + _E), "ymd"),
+    (re.compile(_B + r"(\d{4})/(\d{1,2})/(\d{1,2})" + _E), "ymd"),
+    (re.compile(r"(?<!\d)(\d{4})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]"), "ymd"),
+    (
+        re.compile(
+            rf"(?<![\w])({MONTH_NAME})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})" + _E, re.I
+        ),
+        "mdy",
+    ),
+    (
+        re.compile(
+            rf"{_B}(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({MONTH_NAME})\.?,?\s+(\d{{4}})" + _E,
+            re.I,
+        ),
+        "dmy",
+    ),
+]
+# Days without a year.
+_NO_YEAR = [
+    (re.compile(r"(?<![\d年])(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]"), "md"),
+    (
+        re.compile(
+            rf"(?<![\w])({MONTH_NAME})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?![\d:])" + _ENGLISH_END,
+            re.I,
+        ),
+        "md",
+    ),
+    (
+        re.compile(
+            rf"{_B}(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({MONTH_NAME})\.?" + _ENGLISH_END,
+            re.I,
+        ),
+        "dm",
+    ),
+]
+# Months.
+_MONTHS = [
+    (re.compile(rf"(?<![\w])({MONTH_NAME})\.?,?\s+(?:of\s+)?(\d{{4}})" + _E, re.I), "my"),
+    (re.compile(r"(?<!\d)(\d{4})\s*年\s*(\d{1,2})\s*月(?!\s*\d)"), "ym"),
+]
+_YEAR = re.compile(r"(?<![\d/-])(\d{4})(?:\s*年|(?![\d/-]))")
+
+_RELATIVE = [  # (pattern, what) tried in order; longer phrases first
+    (re.compile(r"\bday before yesterday\b|前天", re.I), "day-2"),
+    (re.compile(r"\byesterday\b|昨天|昨日", re.I), "day-1"),
+    (re.compile(r"\btoday\b|今天|今日", re.I), "day0"),
+    (re.compile(r"\blast week\b|\bprevious week\b|上周|上个?星期|上个?礼拜", re.I), "week-1"),
+    (re.compile(r"\bthis week\b|本周|这周|这个?星期", re.I), "week0"),
+    (re.compile(r"\blast month\b|\bprevious month\b|上个?月", re.I), "month-1"),
+    (re.compile(r"\bthis month\b|本月|这个月", re.I), "month0"),
+    (re.compile(r"\blast year\b|去年", re.I), "year-1"),
+    (re.compile(r"\bthis year\b|今年", re.I), "year0"),
+    (re.compile(r"\b(\d{1,2}) days ago\b|(\d{1,2})\s*天前", re.I), "days-ago"),
+]
+
+
+def _relative(kind: str, found: re.Match, today: dt.date) -> tuple[dt.date, dt.date]:
+    if kind.startswith("day"):
+        day = today + dt.timedelta(days=int(kind[3:]))
+        return day, day
+    if kind == "days-ago":
+        day = today - dt.timedelta(days=int(found.group(1) or found.group(2)))
+        return day, day
+    if kind.startswith("week"):
+        monday = today - dt.timedelta(days=today.weekday()) + dt.timedelta(weeks=int(kind[4:]))
+        return monday, monday + dt.timedelta(days=6)
+    if kind.startswith("month"):
+        year, month = today.year, today.month + int(kind[5:])
+        if month < 1:
+            year, month = year - 1, month + 12
+        span = _month_span(year, month)
+        assert span is not None
+        return span
+    year = today.year + int(kind[4:])
+    return dt.date(year, 1, 1), dt.date(year, 12, 31)
+
+
+def understand(query: str, today: dt.date) -> Period | None:
+    """The period the question names, or None when it names no date."""
+    spans, _ = _read(query, today)
+    if not spans:
+        return None
+    return Period(min(s for s, _ in spans).isoformat(), max(u for _, u in spans).isoformat())
+
+
+def without_dates(query: str, today: dt.date) -> str:
+    """The question with the words that name its dates taken out ("on", "in" before
+    them too): what it asks of a passage already known to be of that day."""
+    _, taken = _read(query, today)
+    for start, end in sorted(taken, reverse=True):
+        before = re.sub(r"\b(?:on|in|from|during|of)\s*$", "", query[:start], flags=re.I)
+        query = before + query[end:]
+    return re.sub(r"\s+([?!.,;:？。，])", r"\1", re.sub(r"\s+", " ", query)).strip()
+
+
+def _read(
+    query: str, today: dt.date
+) -> tuple[list[tuple[dt.date, dt.date]], list[tuple[int, int]]]:
+    """The periods the question names, and where it names them."""
+    spans: list[tuple[dt.date, dt.date]] = []
+    taken: list[tuple[int, int]] = []  # the characters already read as a date
+
+    def free(found: re.Match) -> bool:
+        return not any(found.start() < end and start < found.end() for start, end in taken)
+
+    def add(found: re.Match, span: tuple[dt.date, dt.date] | None) -> None:
+        taken.append(found.span())
+        if span is not None:
+            spans.append(span)
+
+    for pattern, order in _FULL:
+        for found in pattern.finditer(query):
+            if free(found):
+                parts = dict(zip(order, found.groups(), strict=True))
+                day = _day(int(parts["y"]), _month(parts["m"]), int(parts["d"]))
+                add(found, (day, day) if day else None)
+    for pattern, order in _MONTHS:
+        for found in pattern.finditer(query):
+            if free(found):
+                parts = dict(zip(order, found.groups(), strict=True))
+                add(found, _month_span(int(parts["y"]), _month(parts["m"])))
+    written_year = None
+    for found in _YEAR.finditer(query):
+        if free(found) and 1900 <= int(found.group(1)) <= 2200:
+            written_year = int(found.group(1))
+    for pattern, order in _NO_YEAR:
+        for found in pattern.finditer(query):
+            if free(found):
+                parts = dict(zip(order, found.groups(), strict=True))
+                day = _undated_year(_month(parts["m"]), int(parts["d"]), written_year, today)
+                add(found, (day, day) if day else None)
+    for pattern, kind in _RELATIVE:
+        for found in pattern.finditer(query):
+            if free(found):
+                add(found, _relative(kind, found, today))
+    for found in _YEAR.finditer(query):  # "in 2025": the whole year, when nothing finer
+        year = int(found.group(1))
+        if not spans and free(found) and 1900 <= year <= 2200:
+            if re.search(rf"\b(?:in|during)\s+{year}\b|{year}\s*年", query, re.I):
+                add(found, (dt.date(year, 1, 1), dt.date(year, 12, 31)))
+    return spans, taken
+
+
+def _undated_year(month: int, day: int, year: int | None, today: dt.date) -> dt.date | None:
+    """A day written without its year: in the year the question names, else the latest
+    one not after today."""
+    if year is not None:
+        return _day(year, month, day)
+    this = _day(today.year, month, day)
+    if this is not None and this <= today:
+        return this
+    return _day(today.year - 1, month, day)
