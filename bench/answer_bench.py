@@ -28,8 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from askmd.answer import compose as answer  # noqa: E402
 from askmd.answer.chat import Chat  # noqa: E402
+from askmd.answer.prompt import build_messages  # noqa: E402
 from askmd.interfaces import cli  # noqa: E402
 from askmd.settings import load_settings  # noqa: E402
 
@@ -87,7 +87,7 @@ def first_piece_ms(index: cli.Index, chat: Chat, question: str, k: int) -> tuple
     """(ms to the first streamed piece, ms to the whole reply), search included."""
     start = time.perf_counter()
     hits = index.search(question, k)
-    pieces = chat.stream(answer.build_messages(question, hits))
+    pieces = chat.stream(build_messages(question, hits))
     first = None
     for _ in pieces:
         if first is None:
@@ -124,7 +124,7 @@ def main() -> None:
     for _ in range(args.rounds):
         for q in questions:
             start = time.perf_counter()
-            answer.build_messages(q, index.search(q, args.k))
+            build_messages(q, index.search(q, args.k))
             own.append((time.perf_counter() - start) * 1000)
     summary("search + prompt (in-process)", own)
 

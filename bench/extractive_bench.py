@@ -4,10 +4,10 @@
 
 KB and IX are the mixed folder and index of zh_to_en_bench.py (the vault under en/, the
 Chinese tldr pages under zh/). Each paraphrase question is searched once as shipped (top
-5, the REPL's default); its extractive answer (answer.extractive) is then built with each
+5, the REPL's default); its extractive answer (extractive.extractive) is then built with each
 combination of the answer's switches: sentences shown by score or by passage
-(answer.PASSAGE_ORDER), a Chinese question's words counted in English too or not
-(answer.TRANSLATED_WORDS). Reported per set: how often the first bullet cites a note that
+(extractive.PASSAGE_ORDER), a Chinese question's words counted in English too or not
+(extractive.TRANSLATED_WORDS). Reported per set: how often the first bullet cites a note that
 answers the question, how often any bullet does, and the bullets shown.
 """
 
@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from multilingual_bench import load, open_mixed  # noqa: E402
 
-from askmd.answer import compose as answer  # noqa: E402
+from askmd.answer import extractive  # noqa: E402
 
 SETS = (
     ("EN (76)", "obsidian-en.jsonl", ("plain", "hard"), "en/"),
@@ -45,16 +45,16 @@ def main() -> None:
     parser.add_argument("ix", type=Path)
     args = parser.parse_args()
     index, _, _ = open_mixed(args.kb, args.ix)
-    shipped = (answer.PASSAGE_ORDER, answer.TRANSLATED_WORDS)
+    shipped = (extractive.PASSAGE_ORDER, extractive.TRANSLATED_WORDS)
     print("| set | shown by | Chinese words in English | first bullet answers | any bullet "
           "answers | bullets |\n| --- | --- | --- | ---: | ---: | ---: |")  # fmt: skip
     for label, name, kinds, prefix in SETS:
         searched = [(q, index.search(q["query"], 5)) for q in load(name, kinds)]
         for order, translated in SWITCHES:
-            answer.PASSAGE_ORDER, answer.TRANSLATED_WORDS = order, translated
+            extractive.PASSAGE_ORDER, extractive.TRANSLATED_WORDS = order, translated
             first = anywhere = bullets = 0
             for q, hits in searched:
-                text, _ = answer.extractive(q["query"], hits)
+                text, _ = extractive.extractive(q["query"], hits)
                 want = {prefix + r for r in q["relevant"]}
                 cited = [hits[int(n) - 1].source in want for n in _CITED.findall(text)]
                 bullets += len(cited)
@@ -65,7 +65,7 @@ def main() -> None:
                 f"| {label} | {'passage' if order else 'score'} | {'yes' if translated else 'no'}"
                 f" | {first}/{n} | {anywhere}/{n} | {bullets} |"
             )
-    answer.PASSAGE_ORDER, answer.TRANSLATED_WORDS = shipped
+    extractive.PASSAGE_ORDER, extractive.TRANSLATED_WORDS = shipped
 
 
 if __name__ == "__main__":

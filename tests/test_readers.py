@@ -202,7 +202,7 @@ turning the pedals backwards.</p><h3>Storage</h3><p>Keep the bike dry.</p></body
 
 
 def test_pdf_wrapped_lines_are_sentences_and_big_type_is_headings(tmp_path: Path) -> None:
-    from askmd.answer.compose import sentences
+    from askmd.answer.sentences import sentences
 
     note = read(chromium_pdf(BIKE_HTML, tmp_path / "bike.pdf", outline=False))
     lines = note.text.split("\n")

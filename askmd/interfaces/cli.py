@@ -17,7 +17,8 @@ from pathlib import Path
 
 import chunker
 from askmd import pipeline
-from askmd.answer import compose as answer
+from askmd.answer import followup
+from askmd.answer.result import Answer, Turn
 from askmd.errors import AskmdError
 from askmd.index import index_home
 from askmd.index.indexer import SyncReport
@@ -390,8 +391,8 @@ Type a question, or a command:
 class Conversation:
     """What the REPL remembers between questions."""
 
-    turns: list[answer.Turn]
-    last: answer.Answer | None = None
+    turns: list[Turn]
+    last: Answer | None = None
 
 
 def cmd_repl(args: argparse.Namespace, settings: Settings) -> int:
@@ -497,7 +498,7 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
         console.show_filling(index.filling())
         if not rest.strip():
             raise AskmdError("/debug needs a question, e.g. /debug how do I rotate the keys?")
-        query, hits = answer.resolve(  # as a question here would be searched, without a model
+        query, hits = followup.resolve(  # as a question here would be searched, without a model
             rest, talk.turns, lambda q: index.search(q, index.settings.top_k), None
         )
         console.show_debug(hits, query, index.backlinks())
@@ -520,12 +521,12 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
         talk.last = result
         if result.cancelled:  # a cut-off answer is shown, not built upon
             return None
-        talk.turns.append(answer.Turn(line, result.query, result.text))
-        del talk.turns[: -answer.MAX_TURNS]
+        talk.turns.append(Turn(line, result.query, result.text))
+        del talk.turns[: -followup.MAX_TURNS]
     return None
 
 
-def _ask_in_repl(index: Index, talk: Conversation, line: str) -> answer.Answer:
+def _ask_in_repl(index: Index, talk: Conversation, line: str) -> Answer:
     """Answer a question; one that is read with the one before says so before its answer
     (before the model's stream starts, when there is one)."""
     searched: list[str] = []
