@@ -68,13 +68,13 @@ def rag(*args: str) -> dict:
 
 def page_check(folder: Path, index: Path, queries: list[dict]) -> tuple[int, int]:
     """(hits whose page_start holds the start of their text, hits looked at)."""
-    from askmd.read import readers
+    from askmd.read.formats import pdf
 
     good = total = 0
     for q in queries:
         found = rag("--knowledge", str(folder), "--index-dir", str(index), "search", q["query"])
         for hit in found["results"][:5]:
-            converted = readers.read_pdf(folder / hit["source"])
+            converted = pdf.read_pdf(folder / hit["source"])
             lines = converted.text.split("\n")
             pages = [*converted.pages, len(lines) + 1]
             start = hit["page_start"] - 1
