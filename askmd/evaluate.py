@@ -23,7 +23,7 @@ from askmd.errors import AskmdError
 from askmd.terms import content_terms
 
 if TYPE_CHECKING:
-    from askmd.answer.compose import Answer
+    from askmd.answer.result import Answer
     from askmd.search.retriever import Hit
 
 CHUNKS_PER_FILE = 5  # chunks fetched per file wanted: enough to fill k files after ties

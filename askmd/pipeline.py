@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from askmd.answer import compose as answer
-from askmd.answer import grounding
+from askmd.answer import exchange, grounding
+from askmd.answer.limits import MAX_QUESTION_CHARS
+from askmd.answer.result import Answer, Turn
 from askmd.errors import AskmdError, BadRequest, IndexReplaced, NotFound
 from askmd.index import index_home, indexer
 from askmd.index import manifest as manifest_file
@@ -97,9 +98,9 @@ def search_json(query: str, hits: list[retriever.Hit]) -> dict:
 
 def check_length(text: str, what: str = "the question") -> None:
     """Refuse a question or query longer than any interface accepts, in one line."""
-    if len(text) > answer.MAX_QUESTION_CHARS:
+    if len(text) > MAX_QUESTION_CHARS:
         raise BadRequest(
-            f"{what} is {len(text):,} characters long; the most is {answer.MAX_QUESTION_CHARS:,}"
+            f"{what} is {len(text):,} characters long; the most is {MAX_QUESTION_CHARS:,}"
         )
 
 
@@ -535,12 +536,12 @@ class Index:
     def ask(
         self,
         question: str,
-        history: list[answer.Turn],
+        history: list[Turn],
         k: int,
         filters: retriever.Filters | None = None,
         show: Show | None = None,
         searched: Searched | None = None,
-    ) -> answer.Answer:
+    ) -> Answer:
         """Answer one question from the notes. `show`, when given, displays the model's
         reply as it streams (its pieces, and how many passages it may cite) and returns
         the text; `searched` hears of each search with what it found. The citations are
@@ -574,7 +575,7 @@ class Index:
             assert show is not None
             return show(pieces, len(found))
 
-        result = answer.ask(
+        result = exchange.ask(
             question,
             history,
             search,

@@ -22,8 +22,8 @@ import time
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
-from askmd.answer import compose as answer
 from askmd.answer.chat import Chat
+from askmd.answer.prompt import build_messages
 from askmd.pipeline import Index
 from bench.common import ROOT, InstantLLM, open_index, summary, tiny_folder
 
@@ -45,7 +45,7 @@ def first_piece_ms(index: Index, chat: Chat, question: str, k: int) -> tuple[flo
     """(ms to the first streamed piece, ms to the whole reply), search included."""
     start = time.perf_counter()
     hits = index.search(question, k)
-    pieces = chat.stream(answer.build_messages(question, hits))
+    pieces = chat.stream(build_messages(question, hits))
     first = None
     for _ in pieces:
         if first is None:
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> None:
     for _ in range(args.rounds):
         for q in questions:
             start = time.perf_counter()
-            answer.build_messages(q, index.search(q, args.k))
+            build_messages(q, index.search(q, args.k))
             own.append((time.perf_counter() - start) * 1000)
     summary("search + prompt (in-process)", own)
 

@@ -4,10 +4,10 @@
 
 KB and IX are the mixed folder and its index (the vault under en/, the Chinese tldr pages
 under zh/: bench/README.md). Each paraphrase question is searched once as shipped (top
-5, the REPL's default); its extractive answer (answer.extractive) is then built with each
+5, the REPL's default); its extractive answer (extractive.extractive) is then built with each
 combination of the answer's switches: sentences shown by score or by passage
-(answer.PASSAGE_ORDER), a Chinese question's words counted in English too or not
-(answer.TRANSLATED_WORDS). Reported per set: how often the first bullet cites a note that
+(extractive.PASSAGE_ORDER), a Chinese question's words counted in English too or not
+(extractive.TRANSLATED_WORDS). Reported per set: how often the first bullet cites a note that
 answers the question, how often any bullet does, and the bullets shown.
 """
 
@@ -17,7 +17,7 @@ import argparse
 import re
 from pathlib import Path
 
-from askmd.answer import compose as answer
+from askmd.answer import extractive
 from bench.common import PARAPHRASE, load, open_mixed, tiny_data, tiny_sets
 
 SETS = (
@@ -41,16 +41,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sets", type=Path, default=PARAPHRASE, help="the folder of the sets")
     args = parser.parse_args(argv)
     index, _, _ = open_mixed(args.kb, args.ix)
-    shipped = (answer.PASSAGE_ORDER, answer.TRANSLATED_WORDS)
+    shipped = (extractive.PASSAGE_ORDER, extractive.TRANSLATED_WORDS)
     print("| set | shown by | Chinese words in English | first bullet answers | any bullet "
           "answers | bullets |\n| --- | --- | --- | ---: | ---: | ---: |")  # fmt: skip
     for label, name, kinds, prefix in SETS:
         searched = [(q, index.search(q["query"], 5)) for q in load(name, kinds, args.sets)]
         for order, translated in SWITCHES:
-            answer.PASSAGE_ORDER, answer.TRANSLATED_WORDS = order, translated
+            extractive.PASSAGE_ORDER, extractive.TRANSLATED_WORDS = order, translated
             first = anywhere = bullets = 0
             for q, hits in searched:
-                text, _ = answer.extractive(q["query"], hits)
+                text, _ = extractive.extractive(q["query"], hits)
                 want = {prefix + r for r in q["relevant"]}
                 cited = [hits[int(n) - 1].source in want for n in _CITED.findall(text)]
                 bullets += len(cited)
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> None:
                 f"| {label} | {'passage' if order else 'score'} | {'yes' if translated else 'no'}"
                 f" | {first}/{n} | {anywhere}/{n} | {bullets} |"
             )
-    answer.PASSAGE_ORDER, answer.TRANSLATED_WORDS = shipped
+    extractive.PASSAGE_ORDER, extractive.TRANSLATED_WORDS = shipped
 
 
 def smoke(tmp: Path) -> None:

@@ -5,7 +5,7 @@
 Each line of the pairs file holds a first question, a second one, whether the second is
 a follow-up, and the file that answers the second. The first is searched as asked; the
 second is searched as the old rule chose (any question with a pronoun, "and…", or two
-content words or fewer was merged with the previous query) and as `answer.resolve`
+content words or fewer was merged with the previous query) and as `followup.resolve`
 chooses now (no LLM). Prints hit@1 and hit@5 of the relevant file, per kind of pair.
 """
 
@@ -18,8 +18,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from askmd.answer import compose as answer
-from askmd.terms import content_terms
+from askmd.answer.followup import merged_query, resolve
+from askmd.answer.result import Turn
+from askmd.terms import content_terms, has_cjk
 from bench.common import ROOT, open_index, tiny_folder
 
 K = 10
@@ -32,9 +33,9 @@ _OLD_FOLLOW_UP = re.compile(
 )
 
 
-def old_rule(question: str, history: list[answer.Turn]) -> str:
+def old_rule(question: str, history: list[Turn]) -> str:
     if _OLD_FOLLOW_UP.search(question) or len(set(content_terms(question))) <= 2:
-        return answer.merged_query(question, history)
+        return merged_query(question, history)
     return question
 
 
@@ -57,11 +58,11 @@ def main(argv: list[str] | None = None) -> None:
     pairs = [json.loads(line) for line in open(args.pairs, encoding="utf-8") if line.strip()]
     table: dict[tuple[str, str], list[int]] = {}
     for pair in pairs:
-        history = [answer.Turn(pair["first"], pair["first"], "")]
+        history = [Turn(pair["first"], pair["first"], "")]
         kind = "follow-up" if pair["follow_up"] else "new question"
-        lang = "zh" if answer.has_cjk(pair["second"]) else "en"
+        lang = "zh" if has_cjk(pair["second"]) else "en"
         old_hits = search(old_rule(pair["second"], history))
-        query, new_hits = answer.resolve(pair["second"], history, search, None)
+        query, new_hits = resolve(pair["second"], history, search, None)
         for rule, hits in (("old", old_hits), ("new", new_hits)):
             rank = file_rank(hits, pair["relevant"])
             for group in (kind, lang, "all"):

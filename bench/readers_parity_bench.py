@@ -25,7 +25,6 @@ from pathlib import Path
 
 from askmd import evaluate
 from askmd.pipeline import Index
-from askmd.read import readers
 from bench.common import open_index, print_pdf, tiny_data, tiny_sets, to_docx, to_html
 
 
@@ -55,10 +54,12 @@ def split_pdf(printed: Path, names: list[str], out: Path) -> None:
 
 def page_check(folder: Path, index: Index, queries: list[dict]) -> tuple[int, int]:
     """(hits whose page_start holds the start of their text, hits looked at)."""
+    from askmd.read.formats import pdf
+
     good = total = 0
     for q in queries:
         for hit in index.search(q["query"], 5):
-            converted = readers.read_pdf(folder / hit.source)
+            converted = pdf.read_pdf(folder / hit.source)
             lines = converted.text.split("\n")
             pages = [*converted.pages, len(lines) + 1]
             start = hit.page_start - 1

@@ -1,4 +1,4 @@
-"""answer.py as pure functions: citation checking, references and their fragments, the
+"""Answering as pure functions: citation checking, references and their fragments, the
 extractive answer, follow-up queries, prompts, and `ask` with a plain search function.
 No network and no model: hits are built by hand."""
 
@@ -10,9 +10,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from askmd.answer import compose as answer
-from askmd.answer.compose import CitationCheck, Reference, Turn, check_citations
+from askmd.answer.citations import CitationCheck, check_citations
+from askmd.answer.display import BLOCK_LINES
+from askmd.answer.exchange import ask
+from askmd.answer.extractive import NOTHING_FOUND, extractive
+from askmd.answer.followup import leans_on_context, merged_query, resolve
+from askmd.answer.limits import MAX_QUERY_CHARS
+from askmd.answer.prompt import SYSTEM_PROMPT, build_messages
+from askmd.answer.references import references
+from askmd.answer.result import Reference, Turn
+from askmd.answer.sentences import FRAGMENT_CHARS, sentences
 from askmd.search.retriever import Hit
+from askmd.terms import content_terms
 from tests.conftest import ASK_JSON_FIELDS
 
 
@@ -166,7 +175,7 @@ def test_removal_does_not_create_an_uncounted_citation(text: str) -> None:
 
 def test_references_in_citation_order_with_hit_metadata() -> None:
     text = "The API uses port 8420 [2]. Backups are nightly at 2am [1]."
-    refs = answer.references(text, [2, 1], [OPS, API])
+    refs = references(text, [2, 1], [OPS, API])
     assert [(r.n, r.source, r.heading_chain, r.line_start, r.line_end) for r in refs] == [
         (2, "api.md", "API › Network", 20, 24),
         (1, "ops.md", "Ops › Backups", 3, 7),
@@ -188,7 +197,7 @@ def test_references_in_citation_order_with_hit_metadata() -> None:
 )
 def test_reference_fragment_is_the_sentence_sharing_most_words(claim: str, fragment: str) -> None:
     checked = check_citations(claim, 1)
-    [ref] = answer.references(checked.text, checked.cited, [OPS])
+    [ref] = references(checked.text, checked.cited, [OPS])
     assert ref.text == fragment
     assert ref.text in OPS.text
 
@@ -196,7 +205,7 @@ def test_reference_fragment_is_the_sentence_sharing_most_words(claim: str, fragm
 def test_reference_fragment_uses_only_the_sentences_citing_it() -> None:
     text = "The cafeteria opens at noon [2]. Backups run at 2am [1]."
     cafeteria = hit(2, "Lunch is served daily. The cafeteria opens at noon.")
-    refs = answer.references(text, [2, 1], [OPS, cafeteria])
+    refs = references(text, [2, 1], [OPS, cafeteria])
     assert [r.text for r in refs] == [
         "The cafeteria opens at noon.",
         "Backups run nightly at 2am to S3.",
@@ -206,22 +215,22 @@ def test_reference_fragment_uses_only_the_sentences_citing_it() -> None:
 def test_reference_fragments_are_verbatim_and_trimmed() -> None:
     long = hit(1, "Intro line. " + "The backup job copies " + "every file " * 40 + "to S3.")
     checked = check_citations("The backup job copies files [1].", 1)
-    [ref] = answer.references(checked.text, checked.cited, [long])
+    [ref] = references(checked.text, checked.cited, [long])
     assert ref.text in long.text
     assert ref.text.startswith("The backup job copies every file")
-    assert len(ref.text) <= answer.FRAGMENT_CHARS
+    assert len(ref.text) <= FRAGMENT_CHARS
     assert not ref.text.endswith(" ")
 
 
 def test_reference_fragment_when_citation_follows_the_period() -> None:
     checked = check_citations("Backups run nightly at 2am. [1]", 1)
-    [ref] = answer.references(checked.text, checked.cited, [OPS])
+    [ref] = references(checked.text, checked.cited, [OPS])
     assert ref.text == "Backups run nightly at 2am to S3."
 
 
 def test_reference_fragment_of_code_only_passage_is_verbatim() -> None:
     code = hit(1, "```\nport: 8420\nhost:  0.0.0.0\n```")
-    [ref] = answer.references("The port is 8420 [1].", [1], [code])
+    [ref] = references("The port is 8420 [1].", [1], [code])
     assert ref.text in code.text
 
 
@@ -243,7 +252,7 @@ def test_reference_to_json_keys() -> None:
 
 
 def test_references_empty_when_nothing_cited() -> None:
-    assert answer.references("No citations.", [], [OPS]) == []
+    assert references("No citations.", [], [OPS]) == []
 
 
 # --- sentences -------------------------------------------------------------------------
@@ -312,7 +321,7 @@ SENTENCES = [
     ("text", "expected"), [pytest.param(c[1], c[2], id=c[0]) for c in SENTENCES]
 )
 def test_sentences(text: str, expected: list[str]) -> None:
-    assert answer.sentences(text) == expected
+    assert sentences(text) == expected
 
 
 @pytest.mark.parametrize(
@@ -323,7 +332,7 @@ def test_sentences(text: str, expected: list[str]) -> None:
     ],
 )
 def test_sentences_fence_closes_only_on_matching_marker(text: str) -> None:
-    assert answer.sentences(text) == ["Prose line."]
+    assert sentences(text) == ["Prose line."]
 
 
 # --- the extractive answer -------------------------------------------------------------
@@ -359,9 +368,9 @@ def _check_shape(text: str, refs: list[Reference], hits: list[Hit]) -> None:
 
 
 def test_extractive_picks_matching_sentences() -> None:
-    text, refs = answer.extractive("which port does the API listen on?", [OPS, API])
+    text, refs = extractive("which port does the API listen on?", [OPS, API])
     # The metrics line shares only the heading's "API": it scores far under the sentence
-    # that answers (answer.RELATIVE) and is left out; the unrelated passage gives nothing.
+    # that answers (extractive.RELATIVE) and is left out; the unrelated passage gives nothing.
     assert text == "- The API listens on port 8420. [2]"
     assert refs == [
         Reference(2, "api.md", "API › Network", 20, 24, "The API listens on port 8420.")
@@ -370,7 +379,7 @@ def test_extractive_picks_matching_sentences() -> None:
 
 def test_extractive_matching_sentence_beats_unrelated_one() -> None:
     hits = [hit(1, "The office is in Lisbon. The cache is Redis on port 6379.")]
-    text, refs = answer.extractive("what port does the cache use", hits)
+    text, refs = extractive("what port does the cache use", hits)
     assert text == "- The cache is Redis on port 6379. [1]"
     _check_shape(text, refs, hits)
 
@@ -380,7 +389,7 @@ def test_extractive_at_most_three_lines_two_per_hit() -> None:
         hit(1, "Port 1 is used. Port 2 is used. Port 3 is used. Port 4 is used."),
         hit(2, "Port 5 is used. Port 6 is used."),
     ]
-    text, refs = answer.extractive("port used", hits)
+    text, refs = extractive("port used", hits)
     # Equal matches: earlier sentences chosen first, a passage's first sentence before
     # another's second; shown by passage, as written.
     assert text == "- Port 1 is used. [1]\n- Port 2 is used. [1]\n- Port 5 is used. [2]"
@@ -390,7 +399,7 @@ def test_extractive_at_most_three_lines_two_per_hit() -> None:
 
 def test_extractive_skips_a_sentence_already_quoted() -> None:
     hits = [hit(1, "Redis listens on 6379."), hit(2, "Redis listens on 6379. Redis is a cache.")]
-    text, refs = answer.extractive("redis", hits)
+    text, refs = extractive("redis", hits)
     assert text == "- Redis listens on 6379. [1]\n- Redis is a cache. [2]"
     _check_shape(text, refs, hits)
 
@@ -400,32 +409,32 @@ def test_extractive_chinese() -> None:
         hit(1, "数据库每天凌晨两点备份。缓存使用Redis。"),
         hit(2, "服务监听端口8420。日志写入系统目录。"),
     ]
-    text, refs = answer.extractive("服务监听哪个端口？", hits)
+    text, refs = extractive("服务监听哪个端口？", hits)
     assert text == "- 服务监听端口8420。 [2]"
     _check_shape(text, refs, hits)
-    text, refs = answer.extractive("备份什么时候？", hits)
+    text, refs = extractive("备份什么时候？", hits)
     assert text == "- 数据库每天凌晨两点备份。 [1]"
     _check_shape(text, refs, hits)
 
 
 def test_extractive_finds_latin_word_inside_chinese_sentence() -> None:
     hits = [hit(1, "其他内容在这里。用docker部署服务。")]
-    text, _ = answer.extractive("docker 部署", hits)
+    text, _ = extractive("docker 部署", hits)
     assert text == "- 用docker部署服务。 [1]"
 
 
 def test_extractive_without_shared_terms_quotes_first_sentence_of_hit_1() -> None:
-    text, refs = answer.extractive("zebra giraffe", [OPS, API])
+    text, refs = extractive("zebra giraffe", [OPS, API])
     assert text == "- The office is in Lisbon. [1]"
     assert [(r.n, r.text) for r in refs] == [(1, "The office is in Lisbon.")]
 
 
 def test_extractive_trims_long_sentence() -> None:
     hits = [hit(1, "word " * 80 + "end.")]
-    text, refs = answer.extractive("word", hits)
+    text, refs = extractive("word", hits)
     [(quote, trimmed, n)] = _quoted(text)
     assert trimmed and n == 1
-    assert len(quote) <= answer.FRAGMENT_CHARS
+    assert len(quote) <= FRAGMENT_CHARS
     assert hits[0].text.startswith(quote)
     assert text == f"- {quote} … [1]"
     assert refs[0].text == quote
@@ -441,11 +450,11 @@ def test_extractive_trims_long_sentence() -> None:
 )
 def test_extractive_without_prose(texts: list[str]) -> None:
     hits = [hit(n, t) for n, t in enumerate(texts, start=1)]
-    assert answer.extractive("port", hits) == (answer.NOTHING_FOUND, [])
+    assert extractive("port", hits) == (NOTHING_FOUND, [])
 
 
 def test_extractive_no_hits() -> None:
-    assert answer.extractive("port", []) == (answer.NOTHING_FOUND, [])
+    assert extractive("port", []) == (NOTHING_FOUND, [])
 
 
 _PROSE = st.lists(
@@ -468,10 +477,10 @@ _PROSE = st.lists(
 @given(st.lists(_PROSE, min_size=1, max_size=4), st.sampled_from(["port", "redis", "备份", "x"]))
 def test_extractive_shape_property(texts: list[str], query: str) -> None:
     hits = [hit(n, t) for n, t in enumerate(texts, start=1)]
-    text, refs = answer.extractive(query, hits)
-    if text == answer.NOTHING_FOUND:
+    text, refs = extractive(query, hits)
+    if text == NOTHING_FOUND:
         assert refs == []
-        assert all(answer.sentences(h.text) == [] for h in hits)
+        assert all(sentences(h.text) == [] for h in hits)
     else:
         _check_shape(text, refs, hits)
 
@@ -499,7 +508,7 @@ HISTORY = [Turn("Which port does the API use?", "Which port does the API use?", 
     ],
 )
 def test_a_question_that_points_back_may_lean_on_context(question: str) -> None:
-    assert answer.leans_on_context(question)
+    assert leans_on_context(question)
 
 
 @pytest.mark.parametrize(
@@ -523,27 +532,27 @@ def test_a_question_that_points_back_may_lean_on_context(question: str) -> None:
     ],
 )
 def test_a_question_with_no_sign_of_dependence_stands_alone(question: str) -> None:
-    assert not answer.leans_on_context(question)
+    assert not leans_on_context(question)
     searched: list[str] = []
-    query, _ = answer.resolve(question, HISTORY, lambda q: searched.append(q) or [API], None)
+    query, _ = resolve(question, HISTORY, lambda q: searched.append(q) or [API], None)
     assert query == question and searched == [question]  # searched once, alone
 
 
 def test_merged_query_reads_the_question_after_the_last_query() -> None:
     history = [Turn("q1", "first query", ""), Turn("and it?", "second query and it?", "")]
-    assert answer.merged_query("why?", history) == "second query and it? why?"
+    assert merged_query("why?", history) == "second query and it? why?"
 
 
 @given(st.text(max_size=600), st.sampled_from(["and the port?", "what about it?", "那它呢？"]))
 def test_merged_query_is_capped(previous: str, question: str) -> None:
-    query = answer.merged_query(question, [Turn("q", previous, "")])
-    assert len(query) <= answer.MAX_QUERY_CHARS
+    query = merged_query(question, [Turn("q", previous, "")])
+    assert len(query) <= MAX_QUERY_CHARS
     assert query.endswith(question)
 
 
 def test_merged_query_keeps_the_end_when_capped() -> None:
-    query = answer.merged_query("and it?", [Turn("q", "w" * 1000, "")])
-    assert query == "w" * (answer.MAX_QUERY_CHARS - 8) + " and it?"
+    query = merged_query("and it?", [Turn("q", "w" * 1000, "")])
+    assert query == "w" * (MAX_QUERY_CHARS - 8) + " and it?"
 
 
 # A small vault, and a keyword search over it: what the passages say decides the query.
@@ -562,10 +571,10 @@ VAULT = [
 
 def keyword_search(query: str) -> list[Hit]:
     """The vault's passages sharing a term with the query, most shared terms first."""
-    want = set(answer.content_terms(query))
+    want = set(content_terms(query))
 
     def shared(h: Hit) -> int:
-        return len(want & set(answer.content_terms(f"{h.source} {h.heading_chain} {h.text}")))
+        return len(want & set(content_terms(f"{h.source} {h.heading_chain} {h.text}")))
 
     return sorted((h for h in VAULT if shared(h)), key=lambda h: (-shared(h), h.rank))
 
@@ -586,7 +595,7 @@ def test_an_ambiguous_question_is_searched_the_better_supported_way(
 ) -> None:
     history = [Turn(before, before, "")]
     searched: list[str] = []
-    chosen, hits = answer.resolve(
+    chosen, hits = resolve(
         question, history, lambda q: searched.append(q) or keyword_search(q), None
     )
     expected = question if query == "alone" else f"{before} {question}"
@@ -611,19 +620,19 @@ def test_a_short_new_question_is_not_merged_with_the_one_before() -> None:
     searched: list[str] = []
 
     def search(query: str) -> list[Hit]:
-        want = set(answer.content_terms(query))
-        found = [h for h in PUBLISH if want & set(answer.content_terms(h.text))]
+        want = set(content_terms(query))
+        found = [h for h in PUBLISH if want & set(content_terms(h.text))]
         searched.append(query)
-        return sorted(found, key=lambda h: -len(want & set(answer.content_terms(h.text))))
+        return sorted(found, key=lambda h: -len(want & set(content_terms(h.text))))
 
-    query, hits = answer.resolve("what are properties?", [Turn(before, before, "")], search, None)
+    query, hits = resolve("what are properties?", [Turn(before, before, "")], search, None)
     assert (query, searched) == ("what are properties?", ["what are properties?"])
     assert hits[0].source == "Properties.md"
 
 
 def test_ask_answers_a_new_short_question_on_its_own() -> None:
     history = [Turn("what does the graph view show", "what does the graph view show", "")]
-    result = answer.ask("how do I create a template", history, keyword_search, None)
+    result = ask("how do I create a template", history, keyword_search, None)
     assert result.query == "how do I create a template"
     assert "templates folder" in result.text and "graph" not in result.text.lower()
     assert result.to_json()["query"] == "how do I create a template"
@@ -634,9 +643,9 @@ def test_ask_answers_a_new_short_question_on_its_own() -> None:
 
 def test_build_messages() -> None:
     plain = hit(3, "  Plain text.\n", source="b.md", chain="", start=7)
-    messages = answer.build_messages("Which port?", [API, plain])
+    messages = build_messages("Which port?", [API, plain])
     assert messages == [
-        {"role": "system", "content": answer.SYSTEM_PROMPT},
+        {"role": "system", "content": SYSTEM_PROMPT},
         {
             "role": "user",
             "content": "Sources:\n\n"
@@ -649,7 +658,7 @@ def test_build_messages() -> None:
 
 
 def test_build_messages_with_rewritten_query() -> None:
-    [_, user] = answer.build_messages("and its port?", [API], "the API and its port?")
+    [_, user] = build_messages("and its port?", [API], "the API and its port?")
     assert user["content"].endswith(
         "Question: and its port?\n(In this conversation that means: the API and its port?)"
     )
@@ -657,7 +666,7 @@ def test_build_messages_with_rewritten_query() -> None:
 
 @pytest.mark.parametrize("query", ["", "Which port?"])
 def test_build_messages_query_same_as_question(query: str) -> None:
-    [_, user] = answer.build_messages("Which port?", [API], query)
+    [_, user] = build_messages("Which port?", [API], query)
     assert user["content"].endswith("\n\nQuestion: Which port?")
 
 
@@ -671,7 +680,7 @@ def test_ask_extractive() -> None:
         searched.append(query)
         return [OPS, API]
 
-    result = answer.ask("which port does the API listen on?", [], search, None)
+    result = ask("which port does the API listen on?", [], search, None)
     assert searched == ["which port does the API listen on?"]
     assert result.mode == "extractive"
     assert result.text.splitlines()[0] == "- The API listens on port 8420. [2]"
@@ -692,17 +701,17 @@ def test_ask_follow_up_searches_the_standalone_query() -> None:
         searched.append(query)
         return [API]
 
-    result = answer.ask("and the metrics?", HISTORY, search, None)
+    result = ask("and the metrics?", HISTORY, search, None)
     assert searched[-1] == "Which port does the API use? and the metrics?"
     assert result.question == "and the metrics?"
     assert result.query == searched[-1]
 
 
 def test_ask_nothing_found() -> None:
-    result = answer.ask("anything?", [], lambda query: [], None)
-    assert result.text == answer.NOTHING_FOUND
+    result = ask("anything?", [], lambda query: [], None)
+    assert result.text == NOTHING_FOUND
     assert result.references == [] and result.citations == []
-    assert result.to_json()["answer"] == answer.NOTHING_FOUND
+    assert result.to_json()["answer"] == NOTHING_FOUND
     assert result.to_json()["references"] == []
 
 
@@ -719,7 +728,7 @@ def test_extractive_reads_a_sentence_with_its_heading() -> None:
         text="## What is the maximum upload size?\n\n50 MB per photo. Larger files are "
         "rejected. Admins can raise the upload limit in the config.",
     )
-    text, refs = answer.extractive("what is the maximum upload size?", [faq])
+    text, refs = extractive("what is the maximum upload size?", [faq])
     assert text.splitlines()[0] == "- 50 MB per photo. [1]"
     assert refs[0].text == "50 MB per photo."
 
@@ -754,7 +763,7 @@ NOTE_CITES = hit(
 
 
 def test_extractive_answer_does_not_present_a_notes_own_brackets_as_citations() -> None:
-    text, refs = answer.extractive("refund window days output job prints", [NOTE_CITES])
+    text, refs = extractive("refund window days output job prints", [NOTE_CITES])
     assert "- The refund window is 30 days (2). [1]" in text.splitlines()
     assert "- The job prints output (99) and （3） then exits. [1]" in text.splitlines()
     checked = check_citations(text, 1)
@@ -763,7 +772,7 @@ def test_extractive_answer_does_not_present_a_notes_own_brackets_as_citations() 
 
 
 def test_sources_given_to_the_model_carry_no_citation_like_brackets() -> None:
-    [_, user] = answer.build_messages("refund window?", [NOTE_CITES])
+    [_, user] = build_messages("refund window?", [NOTE_CITES])
     source = user["content"].split("\n", 3)[3]
     assert "30 days (2)" in source and "output (99)" in source and "（3）" in source
     assert "`arr[2]`" in source  # code is left as written
@@ -771,7 +780,7 @@ def test_sources_given_to_the_model_carry_no_citation_like_brackets() -> None:
 
 
 def test_ask_extractive_with_bracketed_numbers_in_the_note_cites_only_real_sources() -> None:
-    result = answer.ask("how long is the refund window", [], lambda q: [NOTE_CITES], None)
+    result = ask("how long is the refund window", [], lambda q: [NOTE_CITES], None)
     assert result.citations == [1] and result.invalid_citations == []
     assert "[2]" not in result.text and "[99]" not in result.text
 
@@ -795,13 +804,13 @@ STEPS = hit(
 
 
 def test_a_sentence_ending_in_a_colon_brings_its_code_block() -> None:
-    text, refs = answer.extractive("how do I embed a note", [EMBED])
+    text, refs = extractive("how do I embed a note", [EMBED])
     assert text.startswith("- To embed a note: [1]\n  ```md\n  ![[Daily notes]]\n  ```")
     assert refs[0].text == "To embed a note:"
 
 
 def test_a_sentence_ending_in_a_full_width_colon_brings_its_steps() -> None:
-    text, _ = answer.extractive("要创建新笔记", [STEPS])
+    text, _ = extractive("要创建新笔记", [STEPS])
     lines = text.splitlines()
     assert lines[:4] == [
         "- 要创建新笔记： [1]",
@@ -815,9 +824,9 @@ def test_a_sentence_ending_in_a_full_width_colon_brings_its_steps() -> None:
 def test_an_introduced_block_is_cut_to_a_size_limit() -> None:
     steps = "\n".join(f"- step number {i} of the long install" for i in range(40))
     long = hit(1, f"To install the long way:\n{steps}\n", source="install.md", chain="Install")
-    text, _ = answer.extractive("install the long way", [long])
+    text, _ = extractive("install the long way", [long])
     block = text.split("\n", 1)[1].splitlines()
-    assert len(block) == answer.BLOCK_LINES + 1 and block[-1] == "  …"
+    assert len(block) == BLOCK_LINES + 1 and block[-1] == "  …"
     assert block[0] == "  - step number 0 of the long install"
 
 
@@ -832,7 +841,7 @@ TLDR_STYLE = hit(
 
 
 def test_a_sentence_ending_in_a_colon_brings_the_paragraph_it_introduces() -> None:
-    text, _ = answer.extractive("set the global JDK version", [TLDR_STYLE])
+    text, _ = extractive("set the global JDK version", [TLDR_STYLE])
     assert text.splitlines()[:2] == [
         "- Set the global JDK version: [1]",
         "  `jenv global {{version}}`",
@@ -841,7 +850,7 @@ def test_a_sentence_ending_in_a_colon_brings_the_paragraph_it_introduces() -> No
 
 def test_a_colon_before_a_heading_brings_nothing() -> None:
     note = hit(1, "Steps for the release:\n\n## Later\n\nNothing here yet.\n", chain="Release")
-    text, _ = answer.extractive("steps for the release", [note])
+    text, _ = extractive("steps for the release", [note])
     assert text.splitlines()[0] == "- Steps for the release: [1]" and "Later" not in text
 
 
@@ -853,7 +862,7 @@ def test_a_table_row_is_quoted_as_its_cells_under_their_column_names() -> None:
         "| [[Notes\\|saveData()]] |  | Save settings data. |\n",
         chain="Plugin › Methods",
     )
-    text, refs = answer.extractive("load settings data", [table])
+    text, refs = extractive("load settings data", [table])
     assert text.splitlines()[0] == "- Method: `loadData()` — Description: Load settings data. [1]"
     assert refs[0].text == "| `loadData()` |  | Load settings data."  # the file, verbatim
     numbers = hit(
@@ -862,14 +871,14 @@ def test_a_table_row_is_quoted_as_its_cells_under_their_column_names() -> None:
         "| production | 6 | 2 |\n| staging | 2 | 1 |\n",
         chain="Deploy › Sizes",
     )
-    text, _ = answer.extractive("staging replicas", [numbers])
+    text, _ = extractive("staging replicas", [numbers])
     assert "- env: staging — replicas: 2 — max surge: 1 [1]" in text.splitlines()
 
 
 def test_a_table_row_without_its_header_in_the_passage_is_shown_as_its_cells() -> None:
     """A long table chunked past its header: the row's cells, nothing made up."""
     rows = hit(1, "| `loadData()` |  | Load settings data. |\n| `x()` |  | Other. |\n")
-    text, _ = answer.extractive("load settings data", [rows])
+    text, _ = extractive("load settings data", [rows])
     assert text.splitlines()[0] == "- `loadData()` — Load settings data. [1]"
 
 
@@ -880,7 +889,7 @@ def test_sentences_are_shown_in_the_order_of_their_passages() -> None:
         hit(1, "Disable suspend in the power settings to keep the laptop awake.", "power.md"),
         hit(2, "A laptop can sleep. Sleep saves power on a laptop.", "sleep.md"),
     ]
-    text, refs = answer.extractive("stop the laptop going to sleep to save power", hits)
+    text, refs = extractive("stop the laptop going to sleep to save power", hits)
     assert text.splitlines()[0].endswith("[1]")
     assert [r.n for r in refs][0] == 1
 
@@ -893,7 +902,7 @@ def test_a_chinese_question_quotes_the_english_sentence_that_answers_it() -> Non
         source="Plugin data.md",
         chain="Plugin data",
     )
-    text, _ = answer.extractive("插件怎么保存设置？", [note])  # "how does a plugin save settings"
+    text, _ = extractive("插件怎么保存设置？", [note])  # "how does a plugin save settings"
     assert text == "- Call saveData() to keep the settings on disk. [1]"
 
 
@@ -904,7 +913,7 @@ def test_a_question_is_not_quoted_as_an_answer() -> None:
         source="faq.md",
         chain="FAQ",
     )
-    text, _ = answer.extractive("how do I reset my password?", [faq])
+    text, _ = extractive("how do I reset my password?", [faq])
     assert text == "- Use the link on the sign-in page. [1]"
 
 
@@ -916,7 +925,7 @@ def test_links_are_shown_as_their_display_text_and_references_stay_verbatim() ->
         source="links.md",
         chain="Links",
     )
-    text, refs = answer.extractive("open settings headings guide daily notes", [note])
+    text, refs = extractive("open settings headings guide daily notes", [note])
     assert sorted(text.splitlines()) == [
         "- Open Settings. [1]",
         "- Read about headings in the guide and Daily notes › Template `[[kept]]`. [1]",

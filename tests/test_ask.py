@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from askmd.answer.chat import Chat
-from askmd.answer.compose import ENABLE_GENERATION, REWRITE_PROMPT, SYSTEM_PROMPT
+from askmd.answer.extractive import ENABLE_GENERATION
+from askmd.answer.prompt import REWRITE_PROMPT, SYSTEM_PROMPT
 from askmd.errors import AskmdError
 from tests.conftest import ASK_JSON_FIELDS, NOTES, ROOT, clean_env, write_notes
 from tests.openai_server import OpenAIServer, Request

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from askmd.answer import compose as answer
 from askmd.answer import grounding
+from askmd.answer.exchange import DECLINED, DECLINED_ZH, NEAREST
+from askmd.answer.sentences import sentences
 from tests.conftest import ASK_JSON_FIELDS, synced_index, write_notes
 from tests.openai_server import OpenAIServer
 
@@ -72,9 +73,9 @@ def test_a_question_the_notes_do_not_answer_is_declined(index, question: str) ->
     result = ask(index, question)
 
     assert result.answered is False
-    assert result.text == answer.DECLINED
+    assert result.text == DECLINED
     assert result.citations == [] and result.references == []
-    assert 1 <= len(result.nearest) <= answer.NEAREST
+    assert 1 <= len(result.nearest) <= NEAREST
     found = result.to_json()
     assert found["answered"] is False and found["citations"] == []
     for pointer in found["nearest"]:
@@ -85,7 +86,7 @@ def test_a_chinese_question_the_notes_do_not_answer_is_declined_in_chinese(index
     result = ask(index, "澳大利亚的首都是哪座城市？")
 
     assert result.answered is False
-    assert result.text == answer.DECLINED_ZH
+    assert result.text == DECLINED_ZH
 
 
 @pytest.mark.parametrize(
@@ -126,12 +127,12 @@ def test_ask_json_of_a_declined_question(run_rag, kb: Path) -> None:
     assert list(found) == ASK_JSON_FIELDS
     assert found["answered"] is False
     assert found["citations"] == [] and found["references"] == []
-    assert found["nearest"] and found["answer"] == answer.DECLINED
+    assert found["nearest"] and found["answer"] == DECLINED
     assert 0 <= found["confidence"] < 0.5
 
     shown = run_rag("--knowledge", str(kb), "ask", "What is the capital of Australia?")
     assert shown.returncode == 0
-    assert answer.DECLINED in shown.stdout
+    assert DECLINED in shown.stdout
     assert "Closest in your notes:" in shown.stdout and "[1]" not in shown.stdout
 
 
@@ -231,7 +232,7 @@ def test_a_declined_question_is_not_sent_to_the_model(run_rag, kb: Path) -> None
     found, _, asked = ask_a_model(
         run_rag, kb, "Canberra [{ports}].", "What is the capital of Australia?"
     )
-    assert found["answered"] is False and found["answer"] == answer.DECLINED
+    assert found["answered"] is False and found["answer"] == DECLINED
     assert asked == 0
 
 
@@ -324,4 +325,4 @@ def test_a_fake_reference_list_in_a_note_is_not_quoted(tmp_path: Path) -> None:
     ],
 )
 def test_reference_shaped_lines(line: str, quoted: bool) -> None:
-    assert bool(answer.sentences(line)) is quoted
+    assert bool(sentences(line)) is quoted

@@ -19,9 +19,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from askmd.answer import compose as answer
 from askmd.answer import local_llm
 from askmd.answer.chat import Chat
+from askmd.answer.citations import check_citations
+from askmd.answer.exchange import ask
 from askmd.errors import AskmdError
 from askmd.search.retriever import Hit
 from tests.conftest import NOTES, clean_env, index_once, write_notes
@@ -143,7 +144,7 @@ def test_the_server_still_answers_after_a_stream_is_abandoned_midway(llama) -> N
     assert "".join(chat.stream(COUNT)).strip()
 
 
-# --- answer.ask end to end -----------------------------------------------------------
+# --- exchange.ask end to end --------------------------------------------------------
 
 HITS = [
     Hit(
@@ -183,14 +184,14 @@ def test_ask_end_to_end_with_the_local_model(llama) -> None:
         return "".join(shown)
 
     chat = chat_for(llama, max_tokens=24)
-    result = answer.ask("Which port does the API listen on?", [], search, chat, show=show)
+    result = ask("Which port does the API listen on?", [], search, chat, show=show)
 
     assert searched == ["Which port does the API listen on?"]
     assert result.mode == "llm"
     assert result.hits == HITS
     assert len(shown) > 1 and "".join(shown).strip()
     # Whatever the model wrote, the checked answer is what check_citations makes of it.
-    checked = answer.check_citations("".join(shown).strip(), 2)
+    checked = check_citations("".join(shown).strip(), 2)
     assert (result.text, result.citations) == (checked.text, checked.cited)
     assert result.invalid_citations == checked.invalid
     assert result.text
@@ -206,7 +207,7 @@ def test_ask_end_to_end_with_the_local_model(llama) -> None:
 
 
 def test_ask_without_show_joins_the_stream(llama) -> None:
-    result = answer.ask("What is on port 9420?", [], lambda q: HITS, chat_for(llama))
+    result = ask("What is on port 9420?", [], lambda q: HITS, chat_for(llama))
     assert result.mode == "llm" and result.text
     assert result.generation_ms > 0
 

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from askmd.read import notes, readers
+from askmd.read import notes
+from askmd.read.formats import common
+from askmd.read.formats.pdf import NO_TEXT
 from chunker import split_note
 from tests.conftest import ROOT, missing, write_notes
 
@@ -202,7 +204,7 @@ turning the pedals backwards.</p><h3>Storage</h3><p>Keep the bike dry.</p></body
 
 
 def test_pdf_wrapped_lines_are_sentences_and_big_type_is_headings(tmp_path: Path) -> None:
-    from askmd.answer.compose import sentences
+    from askmd.answer.sentences import sentences
 
     note = read(chromium_pdf(BIKE_HTML, tmp_path / "bike.pdf", outline=False))
     lines = note.text.split("\n")
@@ -253,7 +255,7 @@ def test_an_extractive_answer_from_a_pdf_quotes_whole_sentences_and_no_heading(
     ("name", "make", "reason"),
     [
         ("locked.pdf", lambda p: pypdf_pdf(p, ["secret"], password="pw"), "encrypted PDF"),
-        ("scan.pdf", lambda p: pypdf_pdf(p, [None, None]), readers.NO_TEXT),
+        ("scan.pdf", lambda p: pypdf_pdf(p, [None, None]), NO_TEXT),
         ("cut.pdf", lambda p: p.write_bytes((FIXTURES / "manual.pdf").read_bytes()[:3000]),
          "not a readable PDF"),
         ("junk.pdf", lambda p: p.write_bytes(b"%PDF-1.7\n" + b"\x8f" * 500), "not a readable PDF"),
@@ -364,7 +366,7 @@ def test_index_skips_each_bad_file_with_a_reason_and_cites_pages(run_rag, tmp_pa
     report = json.loads(result.stdout)
     skipped = {s["path"]: s["reason"] for s in report["files_skipped"]}
     assert set(skipped) == {"locked.pdf", "scan.pdf", "cut.pdf", "text.docx", "bomb.docx"}
-    assert skipped["scan.pdf"] == readers.NO_TEXT
+    assert skipped["scan.pdf"] == NO_TEXT
     assert all("\n" not in r for r in skipped.values())
 
     found = run_rag(*where, "search", "What does error E7 mean?", "--json")
@@ -462,7 +464,7 @@ def test_http_ingest_takes_a_pdf_as_base64_and_refuses_a_bad_one(tmp_path: Path)
             "content_base64": base64.b64encode(scan.read_bytes()).decode(),
         }
         refused = api.post("/api/v1/ingest", json=body)
-        assert refused.status_code == 422 and readers.NO_TEXT in refused.text
+        assert refused.status_code == 422 and NO_TEXT in refused.text
         assert not (server.kb / "scan.pdf").exists()
         liar = lying_zip_bomb(tmp_path / "liar.docx", 30)
         body = {
@@ -525,7 +527,7 @@ def test_a_file_that_takes_too_long_to_read_is_skipped_with_a_reason(
     tmp_path: Path, monkeypatch
 ) -> None:
     """Every reader stops at its time budget: the file is skipped, saying why."""
-    monkeypatch.setattr(readers, "READ_SECONDS", 0.0)
+    monkeypatch.setattr(common, "READ_SECONDS", 0.0)
     shutil.copy(FIXTURES / "manual.pdf", tmp_path / "manual.pdf")
     shutil.copy(FIXTURES / "guide.docx", tmp_path / "guide.docx")
     (tmp_path / "page.html").write_text("<p>" + "words " * 1000 + "</p>" * 3)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from askmd.answer import compose as answer
+from askmd.answer.limits import MAX_QUESTION_CHARS
 from askmd.errors import AskmdError
 from askmd.index import windows
 from askmd.index.manifest import Manifest
@@ -745,7 +745,7 @@ def test_a_query_of_stop_words_leaves_it_to_dense(english) -> None:
 def test_a_query_of_the_longest_allowed_length_works(english, mode) -> None:
     # Filler the notes do not contain, then the code at the very end, far past the
     # model's 256 tokens: keyword search still sees it.
-    longest = answer.MAX_QUESTION_CHARS
+    longest = MAX_QUESTION_CHARS
     query = ("lorem ipsum dolor sit amet " * 400)[: longest - len(" LUM-E013")] + " LUM-E013"
     assert len(query) == longest
     hits = english.search(query, 5, mode=mode)
@@ -761,7 +761,7 @@ def test_a_longer_query_is_one_clear_refusal(english, mode) -> None:
 
 
 def test_a_chinese_query_of_the_longest_allowed_length_works(mixed) -> None:
-    query = ("每天凌晨两点执行数据库备份" * 800)[: answer.MAX_QUESTION_CHARS]
+    query = ("每天凌晨两点执行数据库备份" * 800)[:MAX_QUESTION_CHARS]
     for mode in MODES:
         hits = mixed.search(query, 5, mode=mode)
         assert len(hits) <= 5

@@ -11,8 +11,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from askmd.answer import compose as answer
-from askmd.answer import saving
+from askmd.answer import exchange, saving
 from tests.conftest import NOTES, synced_index, write_notes
 from tests.openai_server import ChatScript
 from tests.test_repl_pty import (  # noqa: F401 - the REPL's fixtures, reused
@@ -166,7 +165,7 @@ def test_a_declined_answer_is_saved_as_declined_with_the_closest_passages(
     assert result.answered is False and result.nearest
     path = saving.save([result], None, index.settings, folder=tmp_path).path
     text = path.read_text(encoding="utf-8")
-    assert answer.DECLINED in text
+    assert exchange.DECLINED in text
     assert "Declined" in text and "Closest in your notes" in text
     notes = index.settings.knowledge_dir.resolve()
     assert links(path) == [(notes / h.source).resolve() for h in result.nearest]

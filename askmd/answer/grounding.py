@@ -139,7 +139,7 @@ class Grounding:
         self.idf = idf
         self.min_confidence = min_confidence
         if sentences is None:
-            from askmd.answer.compose import sentences
+            from askmd.answer.sentences import sentences
         self.split = sentences
 
     # --- reading in the right model ---------------------------------------------------

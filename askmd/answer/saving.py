@@ -28,7 +28,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import chunker
-from askmd.answer.compose import Answer
+from askmd.answer.result import Answer
 from askmd.errors import AskmdError
 from askmd.index import index_home
 from askmd.read import notes

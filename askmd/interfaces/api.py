@@ -26,7 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
 from askmd import pipeline
-from askmd.answer import compose as answer
+from askmd.answer.followup import MAX_TURNS
+from askmd.answer.limits import MAX_QUESTION_CHARS
+from askmd.answer.result import Turn
 from askmd.errors import AskmdError, BadRequest, first_line
 from askmd.interfaces import folder, guard
 from askmd.interfaces.syncing import Syncer
@@ -34,7 +36,7 @@ from askmd.pipeline import Index
 from askmd.search import retriever
 
 WEB = Path(__file__).resolve().parent / "web"
-MAX_QUERY_CHARS = answer.MAX_QUESTION_CHARS
+MAX_QUERY_CHARS = MAX_QUESTION_CHARS
 WRITER_WAIT_SECONDS = 300.0  # an ingest behind a long one waits this long, then 409
 LOCK_WAIT_SECONDS = 5.0  # a change waits this long for another process's update, then 409
 MAX_HISTORY = 50  # turns accepted; the last few are used (as in the REPL)
@@ -99,21 +101,21 @@ class AskBody(_Body):
     filters: FiltersBody | None = None
 
 
-def turns(history: list[Exchange]) -> list[answer.Turn]:
+def turns(history: list[Exchange]) -> list[Turn]:
     """Earlier exchanges as Turns; OpenAI-style messages are paired user → assistant."""
-    result: list[answer.Turn] = []
+    result: list[Turn] = []
     asked: str | None = None
     for item in history:
         if item.role is None:
             if item.question is None:
                 raise BadRequest("history: each item needs question and answer (or role/content)")
-            result.append(answer.Turn(item.question, item.question, item.answer or ""))
+            result.append(Turn(item.question, item.question, item.answer or ""))
         elif item.role == "user":
             asked = item.content or ""
         elif asked is not None:
-            result.append(answer.Turn(asked, asked, item.content or ""))
+            result.append(Turn(asked, asked, item.content or ""))
             asked = None
-    return result[-answer.MAX_TURNS :]
+    return result[-MAX_TURNS:]
 
 
 # --- the app ----------------------------------------------------------------------------
@@ -312,7 +314,7 @@ def _sse(event: str, data: Any) -> str:
 async def _events(
     index: Index,
     question: str,
-    history: list[answer.Turn],
+    history: list[Turn],
     k: int,
     filters: retriever.Filters | None,
 ) -> AsyncIterator[str]:

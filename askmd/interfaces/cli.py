@@ -17,8 +17,8 @@ from pathlib import Path
 
 import chunker
 from askmd import pipeline
-from askmd.answer import compose as answer
-from askmd.answer import saving
+from askmd.answer import followup, saving
+from askmd.answer.result import Answer, Turn
 from askmd.errors import AskmdError
 from askmd.index import index_home
 from askmd.index.indexer import SyncReport
@@ -177,7 +177,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     return 130 if result.cancelled else 0
 
 
-def _save(index: Index, answers: list[answer.Answer], target: Path | None) -> None:
+def _save(index: Index, answers: list[Answer], target: Path | None) -> None:
     """Keep answers in a Markdown file, and say where (and when it will be indexed)."""
     model = index.chat.model if any(a.mode == "llm" for a in answers) else None
     console.saved(saving.save(answers, target, index.settings, model))
@@ -433,9 +433,9 @@ Type a question, or a command:
 class Conversation:
     """What the REPL remembers between questions."""
 
-    turns: list[answer.Turn]
-    last: answer.Answer | None = None
-    answers: list[answer.Answer] = field(default_factory=list)  # all shown, for /save
+    turns: list[Turn]
+    last: Answer | None = None
+    answers: list[Answer] = field(default_factory=list)  # all shown, for /save
     since: str = ""  # /since and /until: the days every question is limited to
     until: str = ""
 
@@ -547,7 +547,7 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
         if not rest.strip():
             raise AskmdError("/debug needs a question, e.g. /debug how do I rotate the keys?")
         filters = talk.filters()
-        query, hits = answer.resolve(  # as a question here would be searched, without a model
+        query, hits = followup.resolve(  # as a question here would be searched, without a model
             rest, talk.turns, lambda q: index.search(q, index.settings.top_k, filters=filters), None
         )
         _show_dates(index.dates_in(query), filters)
@@ -581,8 +581,8 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
         talk.answers.append(result)
         if result.cancelled:  # a cut-off answer is shown, not built upon
             return None
-        talk.turns.append(answer.Turn(line, result.query, result.text))
-        del talk.turns[: -answer.MAX_TURNS]
+        talk.turns.append(Turn(line, result.query, result.text))
+        del talk.turns[: -followup.MAX_TURNS]
     return None
 
 
@@ -615,7 +615,7 @@ def _show_dates(named, filters: retriever.Filters | None) -> None:
         console.notice(f"dates set: {asked['since'] or 'any'} to {asked['until'] or 'any'}")
 
 
-def _ask_in_repl(index: Index, talk: Conversation, line: str) -> answer.Answer:
+def _ask_in_repl(index: Index, talk: Conversation, line: str) -> Answer:
     """Answer a question; one that is read with the one before says so before its answer
     (before the model's stream starts, when there is one)."""
     searched: list[str] = []

@@ -25,7 +25,7 @@ from askmd.wording import INVISIBLE, plural
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from askmd.answer.compose import Answer, Reference
+    from askmd.answer.result import Answer, Reference
 
 out = Console(highlight=False, soft_wrap=False)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -615,7 +615,7 @@ class _Stream:
     def _checked(self, block: str) -> str:
         if self.sources is None:
             return clean(block)
-        from askmd.answer.compose import check_citations
+        from askmd.answer.citations import check_citations
 
         return clean(check_citations(block.strip(), self.sources).text)
 
@@ -681,7 +681,7 @@ def show_answer(answer: Answer, hint: bool = True) -> None:
         warning(f"the answer cites {shown} for what the passage does not say; check it")
     show_references(answer.references)
     if hint and answer.mode == "extractive" and not answer.llm_error:
-        from askmd.answer.compose import ENABLE_GENERATION
+        from askmd.answer.extractive import ENABLE_GENERATION
 
         err.print(f"[dim]{escape(ENABLE_GENERATION)}[/]")
 

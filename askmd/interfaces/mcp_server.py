@@ -36,7 +36,7 @@ from pydantic import ConfigDict, Field, ValidationError, with_config
 from typing_extensions import TypedDict
 
 from askmd import pipeline
-from askmd.answer import compose as answer
+from askmd.answer.limits import MAX_QUESTION_CHARS
 from askmd.errors import AskmdError, NotFound, first_line
 from askmd.index import indexer
 from askmd.interfaces import console, folder, leaving
@@ -61,7 +61,7 @@ INSTRUCTIONS = (
     "citation points at. Paths are relative to the notes folder."
 )
 
-Query = Annotated[str, Field(max_length=answer.MAX_QUESTION_CHARS)]
+Query = Annotated[str, Field(max_length=MAX_QUESTION_CHARS)]
 K = Annotated[int, Field(ge=1, le=MAX_K, description=f"how many passages, 1 to {MAX_K}")]
 NotesK = Annotated[int, Field(ge=1, le=MAX_K, description=f"how many notes, 1 to {MAX_K}")]
 Line = Annotated[int | None, Field(ge=1, description="1-based, inclusive; front matter counts")]

@@ -9,10 +9,8 @@ Skipped with a reason and the run goes on; this module never prints and never ch
 from __future__ import annotations
 
 import bisect
-import codecs
 import hashlib
 import os
-import re
 import stat
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -21,6 +19,8 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from askmd.read import dates, readers, vault
+from askmd.read.encoding import decoded, guessed_warning
+from askmd.read.unreadable import Unreadable
 
 
 @dataclass(frozen=True)
@@ -69,10 +69,6 @@ OUTSIDE = (
     "a symlink that links outside the knowledge folder "
     "(set ASKMD_FOLLOW_SYMLINKS=1 to follow such links)"
 )
-
-
-class Unreadable(Exception):
-    """A file that cannot become a Note; the message is the reason."""
 
 
 def matches(source: str, patterns: tuple[str, ...]) -> bool:
@@ -280,76 +276,6 @@ def parse(data: bytes, source: str) -> Note:
 
 def decode(data: bytes) -> str:
     return decoded(data)[0]
-
-
-# A file that is not UTF-8 is read in the encoding charset-normalizer finds only when it is
-# sure: its decoded text must be clean (the detector's "chaos" at most this), the file must
-# hold enough non-ASCII bytes to tell encodings apart, and no other clean reading of it
-# may fit the language about as well (its "coherence", within the margin).
-MAX_CHAOS = 0.1
-MIN_EVIDENCE = 8
-COHERENCE_MARGIN = 0.02
-# The encodings editors save notes in besides UTF-8 (Windows' code pages, the CJK ones):
-# among all of Python's, the detector finds old DOS and Mac pages fitting Western text
-# as well as Windows-1252 does.
-LEGACY_ENCODINGS = [
-    "cp1252", "cp1250", "cp1251", "cp1253", "cp1254", "cp1255", "cp1256", "cp1257",
-    "cp932", "euc_jp", "gb18030", "big5", "cp949", "koi8_r",
-]  # fmt: skip
-_C1 = re.compile("[\x80-\x9f\u2028\u2029]")  # a wrong guess, and NEL would split lines
-
-
-def decoded(data: bytes) -> tuple[str, str | None]:
-    """The text of a note's bytes, and the encoding assumed when it was not UTF-8 (None
-    when it was); raise Unreadable when it is not UTF-8 and its encoding is not certain."""
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        try:
-            return data.decode("utf-16"), None
-        except UnicodeDecodeError:
-            raise Unreadable("not valid UTF-16 despite its byte-order mark") from None
-    if b"\x00" in data:
-        raise Unreadable("binary (it contains NUL bytes), not a text note")
-    skip = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
-    try:
-        return data[skip:].decode("utf-8"), None
-    except UnicodeDecodeError as exc:
-        offset = skip + exc.start
-        guess = None if skip else _guess(data)
-        if guess is None:
-            raise Unreadable(
-                f"not UTF-8 (byte 0x{data[offset]:02x} at offset {offset}); re-save it as UTF-8"
-            ) from None
-        return guess
-
-
-def _guess(data: bytes) -> tuple[str, str] | None:
-    """(text, encoding) when charset-normalizer is sure of the bytes' encoding, else None."""
-    if len(data.translate(None, bytes(range(128)))) < MIN_EVIDENCE:
-        return None
-    from charset_normalizer import from_bytes
-
-    matches = from_bytes(data, cp_isolation=LEGACY_ENCODINGS)
-    best = matches.best()
-    if best is None or best.chaos > MAX_CHAOS or best.encoding.startswith("utf"):
-        return None
-    text = str(best)
-    if _C1.search(text):
-        return None
-    for other in matches:
-        near = other.chaos <= MAX_CHAOS and other.coherence >= best.coherence - COHERENCE_MARGIN
-        if other is not best and near and str(other) != text:
-            return None
-    encoding = best.encoding
-    if encoding != "cp1252" and data.decode("cp1252", errors="replace") == text:
-        encoding = "cp1252"  # the same text: name the usual one (Western, Latin-1's superset)
-    return text, _ENCODING_NAMES.get(encoding, encoding.replace("_", "-"))
-
-
-_ENCODING_NAMES = {f"cp{n}": f"windows-{n}" for n in range(1250, 1259)} | {"cp932": "shift_jis"}
-
-
-def guessed_warning(encoding: str) -> str:
-    return f"not UTF-8, read as {encoding} (the encoding it most surely is); re-save it as UTF-8"
 
 
 def split_front_matter(text: str) -> tuple[dict, str, int, str | None]:

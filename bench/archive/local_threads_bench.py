@@ -15,9 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from askmd.answer import compose as answer  # noqa: E402
 from askmd.answer import local_llm
 from askmd.answer.chat import Chat  # noqa: E402
+from askmd.answer.prompt import build_messages  # noqa: E402
 from askmd.search.retriever import Hit  # noqa: E402
 
 SOURCE = Hit(1, 1.0, "c1", "ports.md", "Ports", 1, 4, "The API listens on port 8420.")
@@ -29,7 +29,7 @@ def main() -> None:
     chat = Chat(server.url, server.api_key, server.model, max_tokens=48, temperature=0)
     began = time.perf_counter()
     first = None
-    for _ in chat.stream(answer.build_messages("Which port does the API use?", [SOURCE])):
+    for _ in chat.stream(build_messages("Which port does the API use?", [SOURCE])):
         first = first or time.perf_counter()
     end = time.perf_counter()
     print(f"threads={threads} first_token_s={(first or end) - began:.2f} total_s={end - began:.2f}")

@@ -1,0 +1,162 @@
+"""The answer without an LLM: the sentences of the passages found that best answer the
+question, quoted verbatim and each cited."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from askmd.answer.citations import neutralise_citations
+from askmd.answer.display import display_block, display_text, indent, introduced_block, labelled_row
+from askmd.answer.overlap import query_share, term_idf, term_weights
+from askmd.answer.result import Reference
+from askmd.answer.sentences import sentences, trim
+from askmd.search.query_translation import english_terms
+from askmd.terms import content_terms, has_cjk
+
+if TYPE_CHECKING:
+    from askmd.search.retriever import Hit
+
+ENABLE_GENERATION = (
+    "No LLM is configured, so these are sentences quoted from your notes. For generated "
+    "answers set OPENAI_API_KEY, or OPENAI_BASE_URL to a local server such as Ollama "
+    "(http://localhost:11434/v1), or ASKMD_LOCAL_MODEL to a .gguf file."
+)
+NOTHING_FOUND = "Nothing in your notes matches this question."
+
+
+def extractive(
+    query: str,
+    hits: list[Hit],
+    max_sentences: int = 3,
+    meaning: dict[str, float] | None = None,
+) -> tuple[str, list[Reference]]:
+    """The sentences of the top passages that best answer the query, each cited.
+
+    A sentence is scored by its closeness in meaning to the query (`meaning`: cosines
+    from grounding, when given) and by how much of the query's (idf-weighted) terms it
+    holds, read together with its passage's heading chain: in notes a heading often asks
+    the question its first sentences answer ("## Maximum upload size?" / "50 MB per
+    photo."), so among equals the earlier sentence and the better-ranked passage win. A
+    how-to question prefers a step to a definition (INSTRUCTION). At most PER_PASSAGE
+    sentences come from one passage. When nothing is near (no shared term, no meaning
+    given), the first sentence of the best passage stands in. A Chinese question's words
+    count in English too (query_translation), so an English note can answer it. The
+    sentences are shown by passage (PASSAGE_ORDER), each passage's reference quoting its
+    best one.
+    """
+    candidates: list[tuple[int, str, float, dict[str, float]]] = []
+    for n, hit in enumerate(hits, start=1):
+        heading = dict.fromkeys(content_terms(hit.heading_chain), 1.0)
+        for position, sentence in enumerate(sentences(hit.text)):
+            # (passage number, sentence, bonus for coming early, terms with the heading's)
+            bonus = 0.1 / (position + 1) + 0.05 / n
+            candidates.append((n, sentence, bonus, {**heading, **term_weights(sentence)}))
+    if not candidates:
+        return NOTHING_FOUND, []
+    idf = term_idf([list(c[3]) for c in candidates])
+    want = set(content_terms(query))
+    if TRANSLATED_WORDS and has_cjk(query):
+        want.update(english_terms(query))  # so an English note's sentences can answer it
+    scores = []
+    how_to = bool(_HOW_TO.search(query))
+    for _, sentence, bonus, weights in candidates:
+        overlap = query_share(want, weights, idf)
+        near = _meaning(meaning, sentence)
+        # a question (a FAQ's) restates what was asked; it answers nothing
+        relevant = (overlap > 0 or near > 0) and not _QUESTION.search(sentence)
+        steps = INSTRUCTION if how_to and _INSTRUCTION.search(sentence) else 0.0
+        scores.append(LEXICAL * overlap + near + bonus + steps if relevant else 0.0)
+    ranked = sorted((i for i in range(len(candidates)) if scores[i] > 0), key=lambda i: -scores[i])
+    chosen: list[int] = []
+    per_hit: Counter[int] = Counter()
+    for i in ranked:
+        n, sentence = candidates[i][:2]
+        if len(chosen) == max_sentences or scores[i] < RELATIVE * scores[ranked[0]]:
+            break
+        if per_hit[n] < PER_PASSAGE and sentence not in {candidates[j][1] for j in chosen}:
+            chosen.append(i)
+            per_hit[n] += 1
+    if not chosen:  # the first sentence that is not a question stands in
+        asks = [bool(_QUESTION.search(c[1])) for c in candidates]
+        chosen = [asks.index(False) if False in asks else 0]
+    best: dict[int, str] = {}  # a passage's reference quotes its best-scored sentence
+    for i in chosen:
+        best.setdefault(candidates[i][0], candidates[i][1])
+    if PASSAGE_ORDER:
+        chosen.sort()  # candidates are in (passage, position) order
+    lines, refs, seen, attached = [], [], set(), ""
+    for i in chosen:
+        n, sentence = candidates[i][:2]
+        if sentence in attached:
+            continue  # already shown as part of the steps an earlier sentence introduced
+        quoted = trim(sentence)
+        shown = display_text(neutralise_citations(labelled_row(quoted, hits[n - 1].text)))
+        lines.append(f"- {shown}{'' if quoted == sentence else ' …'} [{n}]")
+        block = introduced_block(hits[n - 1].text, sentence) if quoted == sentence else ""
+        if block:
+            attached += block
+            lines.append(indent(display_block(block)))
+        if n not in seen:
+            seen.add(n)
+            hit = hits[n - 1]
+            refs.append(
+                Reference(
+                    n,
+                    hit.source,
+                    hit.heading_chain,
+                    hit.line_start,
+                    hit.line_end,
+                    trim(best[n]),
+                    hit.page_start,
+                    hit.page_end,
+                )  # fmt: skip
+            )
+    return "\n".join(lines), refs
+
+
+# A sentence's score: LEXICAL x its idf-weighted share of the question's words, plus how
+# far its cosine with the question (grounding: the model that reads the question's
+# language) passes MEANING_FLOOR, times MEANING. Paraphrased questions share few words
+# with the sentence that answers them; measured with eval --answers (BENCHMARKS.md,
+# "Extractive answers by meaning").
+# Over the answer sets (gold recall, answer / top chunk length; before: lexical only,
+# two a passage): Obsidian EN 0.448 -> 0.548 (0.58 -> 0.65), Chinese questions of English
+# notes 0.312 -> 0.390 (0.62 -> 0.72), tldr ZH 0.376 -> 0.526 (0.21 -> 0.33).
+LEXICAL = 0.5
+MEANING = 1.0
+MEANING_FLOOR = 0.1
+PER_PASSAGE = 3  # sentences quoted from one passage, at most
+RELATIVE = 0.6  # a sentence scoring under this share of the best one is not quoted
+
+
+# A "how do I…" question is answered by a step, not by a definition: "To register a
+# command, call addCommand() inside onload():" over "Commands are actions the user can
+# invoke", which reads closer to the question. Such a sentence gets INSTRUCTION more.
+INSTRUCTION = 0.25
+_HOW_TO = re.compile(
+    r"^\s*(?:how\b|where\b|what\s+(?:command|option|setting|method)|can\s+i\b)|"
+    r"(?:如何|怎么|怎样|咋|如何才能|用什么)",
+    re.IGNORECASE,
+)
+_INSTRUCTION = re.compile(
+    r"^(?:to\s+\w+|use|call|run|click|select|open|go\s+to|press|choose|set|add|create|"
+    r"enable|type|install|pass|return|register)\b|[:：]\s*$|\b(?:use|call|run)\s+`"
+    r"|^(?:使用|运行|执行|调用|点击|打开|选择|设置|输入|安装|创建|添加|用)",
+    re.IGNORECASE,
+)
+
+
+def _meaning(meaning: dict[str, float] | None, sentence: str) -> float:
+    if not meaning or sentence not in meaning:
+        return 0.0
+    return MEANING * max(0.0, meaning[sentence] - MEANING_FLOOR)
+
+
+# The chosen sentences are shown in the order of their passages (the search's ranking,
+# which reads meaning) and within one passage as written, not by how many of the
+# question's words each holds.
+PASSAGE_ORDER = True
+TRANSLATED_WORDS = True
+_QUESTION = re.compile(r"[?？]\s*(?:\*\*|__)?\s*$")

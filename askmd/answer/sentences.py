@@ -1,0 +1,77 @@
+"""The prose sentences of a passage, verbatim: what an answer quotes and what grounding
+checks a claim against. Headings, code, table rules and lines shaped like askmd's own
+reference list are not sentences.
+"""
+
+from __future__ import annotations
+
+import re
+
+from askmd.terms import content_terms, has_cjk
+
+FRAGMENT_CHARS = 240  # the longest quoted fragment
+
+SENTENCE = re.compile(r"[^\n]+?(?:[.!?](?=\s)|[。！？；]+|$)", re.M)
+FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+SKIP_LINE = re.compile(r"^\s*(?:#{1,6}\s|\|?\s*:?-{3,}|[-*_]{3,}\s*$|<!--)")
+# A table's delimiter row: GitHub's needs one hyphen a cell ("|:-|-:|"); without a pipe,
+# three (a bare "--" is not one).
+TABLE_RULE = re.compile(r"^(?=.*(?:\||-{3}))\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")
+LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+|^\s*>\s?")
+
+
+# A line that only shows a picture or another note (`![[diagram.png]]`, `![alt](a.png)`):
+# nothing to quote as an answer.
+_EMBED_ONLY = re.compile(r"^(?:!\[\[[^\]]*\]\]|!\[[^\]]*\]\([^)]*\)|\s)+$")
+
+
+# A line shaped like askmd's own reference line ("[1] notes/a.md › Heading (lines 3–5)",
+# or "(1) …", as a note's own brackets are shown), and the quoted fragment under it: a
+# note holding them mimics an answer; quoting them would pass its words off as cited.
+_REFERENCE_LINE = re.compile(
+    r"^\s*[\[(（［【]\s*\d+\s*[\])）］】]\s+\S.*?(?:›|\((?:lines?|p\.)\s*\d+[^)]*\))"
+)
+_FRAGMENT_LINE = re.compile(r'^\s*["“「『].*["”」』]\s*$')
+
+
+def sentences(text: str) -> list[str]:
+    """The prose sentences of a passage, verbatim; headings, code and lines shaped like
+    askmd's own reference list are left out."""
+    out: list[str] = []
+    fence = ""  # the open fence's marker; a closer is the same character, at least as long
+    lines = text.splitlines()
+    after_reference = False
+    for i, line in enumerate(lines):
+        marker = FENCE.match(line)
+        if marker and not fence:
+            fence = marker.group(1)
+            continue
+        if fence:
+            if marker and marker.group(1)[0] == fence[0] and len(marker.group(1)) >= len(fence):
+                if not line.strip().strip(fence[0]):
+                    fence = ""
+            continue
+        if not line.strip() or SKIP_LINE.match(line):
+            continue
+        if _REFERENCE_LINE.match(line) or (after_reference and _FRAGMENT_LINE.match(line)):
+            after_reference = True
+            continue
+        after_reference = False
+        if i + 1 < len(lines) and TABLE_RULE.match(lines[i + 1]):
+            continue  # a table's header row says nothing by itself
+        mark = LIST_MARK.match(line)
+        for m in SENTENCE.finditer(line, mark.end() if mark else 0):
+            sentence = m.group().strip()
+            if content_terms(sentence) and not _EMBED_ONLY.match(sentence):
+                out.append(sentence)
+    return out
+
+
+def trim(sentence: str, limit: int = FRAGMENT_CHARS) -> str:
+    """Cut at a word boundary (or anywhere in CJK), keeping a verbatim prefix."""
+    if len(sentence) <= limit:
+        return sentence
+    cut = sentence[:limit]
+    if not has_cjk(cut) and " " in cut:
+        cut = cut[: cut.rfind(" ")]
+    return cut.rstrip(" ,;:")
