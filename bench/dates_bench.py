@@ -168,11 +168,11 @@ def added_cost(index: Index, rows: list[dict], repeat: int = 200) -> tuple[float
     return reading, looking
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="5 notes, a few questions")
     parser.add_argument("--rounds", type=int, default=15, help="latency rounds")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     rows = load(args.smoke)
     langs = ["en"] if args.smoke else ["en", "zh"]
     results: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
@@ -216,6 +216,13 @@ def main() -> None:
         f"added per search: {reading:.0f} us reading the question for dates, "
         f"{looking:.0f} us looking up the 5 hits' dates"
     )
+
+
+
+def smoke(tmp: Path) -> None:
+    """The smallest case: five notes, a few questions (the folder is written in a
+    temporary directory of its own)."""
+    main(["--smoke", "--rounds", "1"])
 
 
 if __name__ == "__main__":

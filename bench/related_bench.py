@@ -186,13 +186,13 @@ def run(source: Path, work: Path, count: int, seed: int) -> None:
             print(f"  {r['score']:.4f} {r['source']} linked={r['linked']} {r['why']}")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "related-bench")
     parser.add_argument("--notes", type=int, default=50, help="links deleted for (b)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--smoke", action="store_true", help="a tiny folder, written here")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.smoke:
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp) / "notes"
@@ -202,6 +202,12 @@ def main() -> None:
             run(folder, Path(tmp) / "work", 2, args.seed)
         return
     run(VAULT, args.work, args.notes, args.seed)
+
+
+
+def smoke(tmp: Path) -> None:
+    """The smallest case: a tiny folder of linked notes, written here."""
+    main(["--smoke", "--work", str(tmp / "work")])
 
 
 if __name__ == "__main__":
