@@ -218,7 +218,6 @@ def main(argv: list[str] | None = None) -> None:
     )
 
 
-
 def smoke(tmp: Path) -> None:
     """The smallest case: five notes, a few questions (the folder is written in a
     temporary directory of its own)."""

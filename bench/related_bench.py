@@ -204,7 +204,6 @@ def main(argv: list[str] | None = None) -> None:
     run(VAULT, args.work, args.notes, args.seed)
 
 
-
 def smoke(tmp: Path) -> None:
     """The smallest case: a tiny folder of linked notes, written here."""
     main(["--smoke", "--work", str(tmp / "work")])
