@@ -198,3 +198,11 @@ def test_no_module_shadows_an_installed_package() -> None:
 def test_every_repl_command_is_in_the_commands_page() -> None:
     for command in re.findall(r"^  (/\w+)", cli.REPL_HELP, re.M):
         assert f"`{command}" in COMMANDS, command
+
+
+def test_the_architecture_page_names_every_module() -> None:
+    """The file map is where a newcomer starts: a module missing from it is a module
+    nobody finds."""
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    modules = [p for p in (ROOT / "askmd").rglob("*.py") if p.stem != "__init__"]
+    assert [p.name for p in modules if f"`{p.name}`" not in page] == []
