@@ -105,6 +105,7 @@ def test_a_question_the_notes_answer_is_answered(index, question: str, source: s
     assert result.references and result.references[0].source == source
 
 
+@pytest.mark.slow  # builds a big folder or runs several syncs: minutes on a busy machine
 def test_the_threshold_is_a_setting(tmp_path: Path) -> None:
     from askmd.pipeline import Index
     from askmd.settings import load_settings

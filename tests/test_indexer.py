@@ -413,6 +413,7 @@ def test_kill_9_during_index_then_rerun_repairs(tmp_path, server, kill_after: fl
     assert (quiet.files_unchanged, quiet.chunks_embedded) == (60, 0)
 
 
+@pytest.mark.slow  # builds a big folder or runs several syncs: minutes on a busy machine
 def test_a_note_repeating_one_passage_does_not_hide_the_other_notes(tmp_path: Path) -> None:
     """Thousands of identical chunks were thousands of identical vectors, which cut the
     other notes out of Chroma's HNSW graph: a question sharing no word with its note found
@@ -499,6 +500,7 @@ def test_an_index_holding_identical_vectors_keeps_them_apart_at_its_next_sync(
         index.manifest.close()
 
 
+@pytest.mark.slow  # builds a big folder or runs several syncs: minutes on a busy machine
 def test_an_index_holding_a_notes_repeats_drops_them_at_its_next_sync(
     tmp_path: Path, monkeypatch
 ) -> None:

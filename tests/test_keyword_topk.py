@@ -21,6 +21,8 @@ from askmd.index import packed_postings
 from askmd.index.manifest import ChunkRow, FileRecord, Manifest, chunk_row
 from tests.conftest import ROOT, clean_env, write_notes
 
+pytestmark = pytest.mark.slow  # a corpus of thousands of chunks, packed and re-packed
+
 SKIP = {".venv", ".git", "__pycache__", "node_modules", ".pytest_cache", ".ruff_cache"}
 WEIGHTS = [None, (0.0, 0.25, 0.0), (0.5, 1.0, 0.3)]
 

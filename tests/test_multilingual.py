@@ -160,6 +160,7 @@ def index_without_multilingual(kb: Path, ix: Path) -> subprocess.CompletedProces
     )
 
 
+@pytest.mark.slow  # builds a big folder or runs several syncs: minutes on a busy machine
 def test_an_index_upgrade_embeds_nothing_again_with_the_first_model(tmp_path: Path) -> None:
     kb = write_notes(tmp_path / "kb", {**ZH, **EN})
     ix = tmp_path / "ix"

@@ -265,6 +265,7 @@ def test_a_note_changed_while_vectors_fill_is_never_found_by_its_old_vector(
     assert "7001" in found["results"][0]["text"]
 
 
+@pytest.mark.slow  # builds a big folder or runs several syncs: minutes on a busy machine
 def test_notes_prepared_in_worker_processes_are_recorded_as_in_this_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -870,6 +870,7 @@ def test_a_rare_word_finds_its_note_first_in_a_folder_of_look_alikes(rules, quer
     assert hits[0].source == "rules/handbook.md", sources(hits)
 
 
+@pytest.mark.slow  # builds a big folder or runs several syncs: minutes on a busy machine
 def test_a_unique_word_beats_hundreds_of_identical_notes(tmp_path, embedder) -> None:
     """Copies of one note all sit a little closer to a made-up word than the long note
     holding it, so they fill the dense pool; min-max scaling made them tie with it."""

@@ -212,6 +212,7 @@ def test_an_index_from_before_windows_gets_them_at_its_next_index(tmp_path, run_
     assert json.loads(again.stdout)["results"] == json.loads(fresh.stdout)["results"]
 
 
+@pytest.mark.slow  # builds a big folder or runs several syncs: minutes on a busy machine
 def test_the_background_filler_gives_windows_to_an_older_index(tmp_path) -> None:
     index = synced_index(tmp_path, NOTES)
     expected = [(h.chunk_id, h.score) for h in index.search(QUESTION, 4)]
@@ -229,6 +230,7 @@ def test_the_background_filler_gives_windows_to_an_older_index(tmp_path) -> None
         index.manifest.close()
 
 
+@pytest.mark.slow  # builds a big folder or runs several syncs: minutes on a busy machine
 def test_a_note_changed_on_disk_does_not_keep_the_filler_busy(tmp_path) -> None:
     index = synced_index(tmp_path, NOTES)
     index.manifest.close()
@@ -303,6 +305,7 @@ def _side_entries(index_dir) -> tuple[int, str | None]:
         db.close()
 
 
+@pytest.mark.slow  # builds a big folder or runs several syncs: minutes on a busy machine
 def test_every_chunk_in_the_multilingual_space_gets_its_windows(chinese) -> None:
     ids = [f"{name}#0" for name in CHINESE]
     found = chinese.manifest.windows(SIDE_KEY, ids, chinese.embedder.companion().dimension)
@@ -339,6 +342,7 @@ def _forget_side_windows(index_dir) -> None:
     db.close()
 
 
+@pytest.mark.slow  # builds a big folder or runs several syncs: minutes on a busy machine
 def test_an_index_without_multilingual_windows_ranks_as_with_them_off(tmp_path) -> None:
     index = synced_index(tmp_path, CHINESE)
     try:
