@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
 
 from tests.conftest import ROOT
 
