@@ -10,7 +10,7 @@ import sys
 from dotenv import dotenv_values
 
 from askmd import settings
-from askmd.interfaces import cli
+from askmd.interfaces import cli, repl
 from tests.conftest import ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -196,7 +196,7 @@ def test_no_module_shadows_an_installed_package() -> None:
 
 
 def test_every_repl_command_is_in_the_commands_page() -> None:
-    for command in re.findall(r"^  (/\w+)", cli.REPL_HELP, re.M):
+    for command in re.findall(r"^  (/\w+)", repl.REPL_HELP, re.M):
         assert f"`{command}" in COMMANDS, command
 
 

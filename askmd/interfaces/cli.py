@@ -12,13 +12,12 @@ import difflib
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import chunker
 from askmd import pipeline
-from askmd.answer import followup, saving
-from askmd.answer.result import Answer, Turn
+from askmd.answer import saving
+from askmd.answer.result import Answer
 from askmd.errors import AskmdError
 from askmd.index import index_home
 from askmd.index.indexer import SyncReport
@@ -30,6 +29,7 @@ from askmd.settings import Settings, load_settings
 from askmd.version import __version__
 
 DESCRIPTION = "Ask questions about a folder of Markdown notes, with cited answers."
+LEAVE_WAIT_SECONDS = 30  # leaving the REPL or `watch` waits this long for a sync to end
 
 
 def cmd_chunk(args: argparse.Namespace, settings: Settings) -> int:
@@ -413,256 +413,6 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     return mcp_server.serve(settings, allow_write=args.allow_write)
 
 
-REPL_HELP = """\
-Type a question, or a command:
-  /debug QUESTION   show the retrieved chunks with their scores (no LLM)
-  /sources          everything retrieved for the last answer
-  /related NOTE     the notes most related to a note
-  /since DATE       answer only from notes dated DATE or later (/since alone: any date)
-  /until DATE       answer only from notes dated DATE or earlier (/until alone: any date)
-  /clear            forget the conversation (follow-ups start afresh)
-  /save [FILE]      keep the conversation as Markdown (default: askmd-answers/)
-  /reindex          rebuild the index from scratch
-  /stats            what is indexed
-  /help             this text
-  /quit             leave (Ctrl-D, or quit or exit typed alone)
-  Ctrl-C            cancel a running answer"""
-
-
-@dataclass
-class Conversation:
-    """What the REPL remembers between questions."""
-
-    turns: list[Turn]
-    last: Answer | None = None
-    answers: list[Answer] = field(default_factory=list)  # all shown, for /save
-    since: str = ""  # /since and /until: the days every question is limited to
-    until: str = ""
-
-    def filters(self) -> retriever.Filters | None:
-        return pipeline.filters(None, None, since=self.since, until=self.until)
-
-
-def cmd_repl(args: argparse.Namespace, settings: Settings) -> int:
-    """The interactive loop: sync first (the MD5 check), then questions."""
-    index = Index(settings, loading=console.status)
-    with _kept_on_ctrl_c(index):
-        # At a terminal the prompt comes once every note is searchable by keyword, and
-        # the vectors follow in the background; piped lines get the vectors first.
-        first = 0 if sys.stdin.isatty() else None
-        report = index.sync_to_read(
-            console.SyncProgress(), warn=console.warning, background=True, foreground=first
-        )
-        show_sync(index, report)
-    talk = Conversation([])
-    live = _live(index)
-    interactive = sys.stdin.isatty()
-    if interactive:
-        _enable_history(settings.index_dir / "history")
-        folder, where = settings.knowledge_dir.resolve(), settings.index_dir
-        filling = index.filling()  # read first: the prompt follows the banner at once
-        console.notice(
-            f"askmd over {folder}/ (index in {where}/) — /help for commands, /quit to leave"
-        )
-        console.show_filling(filling)
-    try:
-        while True:
-            try:
-                line = input("› " if interactive else "").strip()
-            except EOFError:
-                return 0
-            except KeyboardInterrupt:
-                console.notice("")
-                continue
-            if not line:
-                continue
-            if live is not None:
-                live.say()  # what changed on disk since the last answer, never during one
-            try:
-                if _repl_command(index, talk, line) is False:
-                    return 0
-            except AskmdError as exc:
-                console.error(str(exc))
-            except KeyboardInterrupt:
-                console.cancelled()
-    finally:
-        if live is not None:  # no sync may be half-way when the interpreter shuts down
-            live.watcher.stop(timeout=LEAVE_WAIT_SECONDS)
-        if index.filler is not None:  # the group in flight ends; the rest waits for next time
-            index.filler.stop(timeout=LEAVE_WAIT_SECONDS)
-        leaving.exit_now_if_busy(0)
-
-
-LEAVE_WAIT_SECONDS = 30  # leaving the REPL waits this long for the watcher's sync to end
-
-
-class _Live:
-    """The REPL's watcher: notes saved on disk reach the index while the REPL waits, and
-    what changed is said in one line before the next answer, never in the middle of one."""
-
-    def __init__(self, index: Index) -> None:
-        from askmd.interfaces.watcher import Watcher
-
-        self._notices: list[str] = []
-        self.watcher = Watcher(index, on_notice=self._notices.append)
-        self.watcher.start()
-
-    def say(self) -> None:
-        for line in self._notices[:]:
-            self._notices.remove(line)
-            console.warning(line)
-        updated = self.watcher.take_updated()
-        if updated:
-            console.notice(f"{console.plural(len(updated), 'note')} updated")
-
-
-def _live(index: Index) -> _Live | None:
-    settings = index.settings
-    if not settings.watch or index.read_only:
-        return None
-    return _Live(index)
-
-
-# Typed alone, these leave (as Python's REPL hints): no one asks their notes "exit".
-LEAVE_WORDS = frozenset({"quit", "exit", "quit()", "exit()", ":q", ":q!", ":wq", "退出"})
-
-
-def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
-    """Run one REPL line; False means leave."""
-    word, _, rest = line.partition(" ")
-    if word in ("/quit", "/exit", "/q") or line.strip().lower() in LEAVE_WORDS:
-        return False
-    if word == "/help":
-        console.notice(REPL_HELP)
-    elif word == "/reindex":
-        with _kept_on_ctrl_c(index):
-            report = index.sync(
-                rebuild=True, progress=console.SyncProgress(), on_wait=console.warning
-            )
-            show_sync(index, report)
-    elif word == "/stats":
-        console.show_stats(index.stats())
-    elif word == "/debug":
-        console.show_filling(index.filling())
-        if not rest.strip():
-            raise AskmdError("/debug needs a question, e.g. /debug how do I rotate the keys?")
-        filters = talk.filters()
-        query, hits = followup.resolve(  # as a question here would be searched, without a model
-            rest, talk.turns, lambda q: index.search(q, index.settings.top_k, filters=filters), None
-        )
-        _show_dates(index.dates_in(query), filters)
-        console.show_debug(hits, query, index.backlinks())
-        if hits:
-            console.show_verdict(index.grounding().judge(query, hits))
-    elif word == "/related":
-        if not rest.strip():
-            raise AskmdError("/related needs a note, e.g. /related Ideas/Garden.md")
-        console.show_related(index.related(rest.strip()))
-    elif word == "/sources":
-        if talk.last is None:
-            raise AskmdError("no answer yet: ask a question first")
-        console.show_hits(talk.last.hits, talk.last.query, full=True)
-    elif word in ("/since", "/until"):
-        _limit_dates(talk, word[1:], rest.strip())
-    elif word == "/clear":
-        talk.turns.clear()
-        talk.answers.clear()
-        talk.last = None
-        console.notice("conversation cleared")
-    elif word == "/save":
-        _save(index, talk.answers, Path(rest.strip()) if rest.strip() else None)
-    elif word.startswith("/"):
-        raise AskmdError(f"unknown command {word}; /help lists the commands")
-    else:
-        console.show_filling(index.filling())
-        result = _ask_in_repl(index, talk, line)
-        console.show_answer(result, hint=talk.last is None)
-        talk.last = result
-        talk.answers.append(result)
-        if result.cancelled:  # a cut-off answer is shown, not built upon
-            return None
-        talk.turns.append(Turn(line, result.query, result.text))
-        del talk.turns[: -followup.MAX_TURNS]
-    return None
-
-
-def _limit_dates(talk: Conversation, end: str, day: str) -> None:
-    """/since DATE or /until DATE: every question from now on is limited to those days;
-    the command alone lifts that limit."""
-    before = (talk.since, talk.until)
-    setattr(talk, end, day)
-    try:
-        filters = talk.filters()
-    except AskmdError:
-        talk.since, talk.until = before
-        raise
-    shown = filters.dates() if filters else None
-    if shown is None:
-        console.notice("questions are no longer limited by date")
-    else:
-        since, until = shown["since"] or "any date", shown["until"] or "any date"
-        console.notice(f"questions are limited to notes dated {since} to {until}")
-    if filters:  # stored as read (2026/1/7 -> 2026-01-07)
-        talk.since, talk.until = filters.since, filters.until
-
-
-def _show_dates(named, filters: retriever.Filters | None) -> None:
-    """/debug: the days the question names and those /since and /until set."""
-    if named is not None:
-        console.notice(f"dates in the question: {named.since} to {named.until}")
-    asked = filters.dates() if filters else None
-    if asked is not None:
-        console.notice(f"dates set: {asked['since'] or 'any'} to {asked['until'] or 'any'}")
-
-
-def _ask_in_repl(index: Index, talk: Conversation, line: str) -> Answer:
-    """Answer a question; one that is read with the one before says so before its answer
-    (before the model's stream starts, when there is one)."""
-    searched: list[str] = []
-    told: list[bool] = []
-
-    def tell() -> None:
-        if searched and searched[-1] != line and not told:
-            console.show_read_as(searched[-1])
-            told.append(True)
-
-    def show(pieces: Iterator[str], sources: int) -> str:
-        tell()
-        return stream_answer(pieces, sources)
-
-    result = index.ask(
-        line, talk.turns, index.settings.top_k, show=show, filters=talk.filters(),
-        searched=lambda query, _hits: searched.append(query),
-    )  # fmt: skip
-    searched.append(result.query)
-    tell()
-    return result
-
-
-def _enable_history(path: Path) -> None:
-    """Line editing and history kept across sessions, where readline exists."""
-    try:
-        import atexit
-        import readline
-    except ImportError:
-        return
-    try:  # saved only once the index folder exists: a folder with no notes gets none
-        if path.exists():
-            readline.read_history_file(path)
-        readline.set_history_length(1000)
-        atexit.register(_save_history, readline, path)
-    except OSError:
-        pass
-
-
-def _save_history(readline, path: Path) -> None:
-    """At exit; an index folder that cannot be written (read-only) keeps no history."""
-    try:
-        readline.write_history_file(path)
-    except OSError:
-        pass
-
-
 def _add_filters(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--source", metavar="GLOB", help="only notes whose path matches, e.g. 'guides/**'"
@@ -938,7 +688,7 @@ def main(argv: list[str] | None = None, prog: str = "rag.py") -> int:
             need_knowledge_dir=getattr(args, "need_knowledge_dir", True),
             warn=console.warning,
         )
-        run = getattr(args, "run", cmd_repl)
+        run = getattr(args, "run", None) or _repl()
         if run is not cmd_chunk:  # an index holding another folder's notes is never wiped
             rebuild = getattr(args, "rebuild", False)
             index_home.check_owner(settings.index_dir, settings.knowledge_dir, rebuild)
@@ -950,6 +700,14 @@ def main(argv: list[str] | None = None, prog: str = "rag.py") -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _repl():
+    """The REPL's command, imported when it runs: repl.py builds on this module's
+    helpers (show_sync, stream_answer, ...)."""
+    from askmd.interfaces import repl
+
+    return repl.cmd_repl
 
 
 if __name__ == "__main__":
