@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             _looks_slow(f) for f in functions if f is not None
         ):
             item.add_marker(pytest.mark.slow)
+    # The files with the most slow tests first: split over two workers by file (CI's
+    # `-n 2 --dist loadfile`), a long file started last keeps one core busy alone.
+    slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
+    items.sort(key=lambda item: -slow[item.path])
 
 
 @pytest.fixture(autouse=True)
