@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from askmd.answer import exchange, grounding
 from askmd.answer.limits import MAX_QUESTION_CHARS
 from askmd.answer.result import Answer, Turn
 from askmd.errors import AskmdError, BadRequest, IndexReplaced, NotFound
@@ -36,11 +35,13 @@ from askmd.index.manifest import Manifest
 from askmd.index.rwlock import ReadWriteLock, WriterLock, file_lock, held_by_another_thread
 from askmd.index.store import Store
 from askmd.read import notes, vault
-from askmd.search import dates_in_query, related, rerank, retriever
+from askmd.search import rerank, retriever
 from askmd.settings import Settings
 
 if TYPE_CHECKING:
+    from askmd.answer import grounding
     from askmd.index.filler import Filler
+    from askmd.search import dates_in_query
 
 # A one-shot search or question stores up to this many missing vectors first (a minute or
 # so with the local model); more, and it answers by keyword at once and says so.
@@ -76,6 +77,8 @@ def filters(
     wanted = tuple(dict.fromkeys(t.strip().lstrip("#").strip("/") for t in tags or ()))
     if "" in wanted:
         raise BadRequest("an empty tag: give it as #project or project")
+    from askmd.search import dates_in_query  # its patterns load when a date is given
+
     since = dates_in_query.parse_day(since, "since") if since else ""
     until = dates_in_query.parse_day(until, "until") if until else ""
     if since and until and since > until:
@@ -511,6 +514,8 @@ class Index:
     @staticmethod
     def dates_in(query: str) -> dates_in_query.Period | None:
         """The day or period a question names, against today (or ASKMD_TODAY)."""
+        from askmd.search import dates_in_query  # loaded by the first search, not by a sync
+
         return dates_in_query.understand(query, dates_in_query.today())
 
     def _reopened_replaced(self) -> bool:
@@ -575,6 +580,8 @@ class Index:
             assert show is not None
             return show(pieces, len(found))
 
+        from askmd.answer import exchange  # the answer stage loads with the first question
+
         result = exchange.ask(
             question,
             history,
@@ -590,6 +597,7 @@ class Index:
 
     def grounding(self) -> grounding.Grounding:
         """What judges whether passages answer a question, over this index."""
+        from askmd.answer import grounding
 
         def idf(terms: list[str], cjk: bool | None) -> dict[str, float]:
             with self.lock.reading():
@@ -680,6 +688,8 @@ class Index:
         """The notes most related to `note` (a path or a name, as `links` takes it): by
         meaning, links and tags (search/related.py). While its vectors wait, meaning is
         judged by keyword and each such result says "similar words"."""
+        from askmd.search import related  # only `related` needs it
+
         if k < 1:
             raise BadRequest(f"k {k}: give 1 or more")
         source = self.find_note(note)
@@ -696,6 +706,8 @@ class Index:
         """Other notes by meaning, best first, and the why it gives: by the note's vectors
         ("similar") when every chunk of it has one and no note waits for its own, else by
         its most telling words ("similar words")."""
+        from askmd.search import related  # only `related` needs it
+
         m = self.manifest
         chunks = m.chunks_of([source])
         ids = [c.id for c in chunks]

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from askmd.index import embedding_models as models
-from askmd.search import dates_in_query
 from askmd.search.query_translation import english_terms
 from askmd.terms import cjk_share, content_terms, has_cjk
 
@@ -299,6 +298,8 @@ def _undated(question: str, top: Hit) -> str:
     does), so the date words would only make the passage look off-topic."""
     if top.date is None:
         return question
+    from askmd.search import dates_in_query  # its patterns load when a question is judged
+
     today = dates_in_query.today()
     period = dates_in_query.understand(question, today)
     if period is None or not period.holds(top.date):

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import chunker
 from askmd import pipeline
-from askmd.answer import saving
 from askmd.answer.result import Answer
 from askmd.errors import AskmdError
 from askmd.index import index_home
@@ -157,6 +156,8 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         raise AskmdError('the question is empty: python rag.py ask "what port does the API use?"')
     filters = _filters(args)
     if args.save:
+        from askmd.answer import saving
+
         saving.check_target(Path(args.save).expanduser())  # before the work, not after it
     index = Index(settings, loading=console.status)
     with _kept_on_ctrl_c(index):
@@ -179,6 +180,8 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
 
 def _save(index: Index, answers: list[Answer], target: Path | None) -> None:
     """Keep answers in a Markdown file, and say where (and when it will be indexed)."""
+    from askmd.answer import saving
+
     model = index.chat.model if any(a.mode == "llm" for a in answers) else None
     console.saved(saving.save(answers, target, index.settings, model))
 

@@ -10,10 +10,11 @@ stops a run.
 
 from __future__ import annotations
 
+import importlib
 import time
 from pathlib import Path
 
-from askmd.read.formats import common, docx, html, pdf, text
+from askmd.read.formats import common
 from askmd.read.formats.common import Converted, TooLong, TooSlow, first_line
 from askmd.read.unreadable import Unreadable
 
@@ -21,11 +22,13 @@ SUFFIXES = {".pdf": "pdf", ".docx": "docx", ".html": "html", ".htm": "html", ".t
 # The size limit is on the text taken from these: images and markup weigh little.
 BINARY = {"pdf", "docx", "html"}
 RAW_FACTOR = 10  # such a file may be this many times ASKMD_MAX_FILE_MB on disk
+# Each format's reader, imported when a file of it is first read: a folder of Markdown
+# (and a start that finds nothing changed) never pays for them.
 READERS = {
-    "pdf": pdf.read_pdf,
-    "docx": docx.read_docx,
-    "html": html.read_html,
-    "txt": text.read_txt,
+    "pdf": ("pdf", "read_pdf"),
+    "docx": ("docx", "read_docx"),
+    "html": ("html", "read_html"),
+    "txt": ("text", "read_txt"),
 }
 
 
@@ -38,7 +41,9 @@ def convert(path: Path, fmt: str, max_chars: int | None = None) -> Converted:
     """Convert one file; raise Unreadable with a one-line reason."""
     started = time.monotonic()
     try:
-        return READERS[fmt](path, max_chars, started)
+        module, function = READERS[fmt]
+        reader = getattr(importlib.import_module(f"askmd.read.formats.{module}"), function)
+        return reader(path, max_chars, started)
     except TooSlow:
         raise Unreadable(f"too slow to read (over {common.READ_SECONDS:.4g} s)") from None
     except TooLong:

@@ -22,7 +22,6 @@ from askmd.index import embedding_models as models
 from askmd.index import windows
 from askmd.read import notes, vault
 from askmd.search import identifiers, query_translation
-from askmd.search.dates_in_query import Period
 from askmd.terms import cjk_share, content_terms
 
 if TYPE_CHECKING:
@@ -31,6 +30,7 @@ if TYPE_CHECKING:
     from askmd.index.embedder import Embedder
     from askmd.index.manifest import Manifest
     from askmd.index.store import Store, Stored
+    from askmd.search.dates_in_query import Period
 
 MIN_POOL = 100  # candidates asked of each retriever, at least; filters may thin them
 MODES = ("hybrid", "dense", "keyword")
@@ -151,6 +151,8 @@ class Filters:
     def period(self) -> Period | None:
         if not (self.since or self.until):
             return None
+        from askmd.search.dates_in_query import Period  # its patterns load when asked
+
         return Period(self.since or "0001-01-01", self.until or "9999-12-31")
 
     def dates(self) -> dict | None:
