@@ -23,6 +23,7 @@ _CJK_CLASS = r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7a
 _WORD_CHAR = rf"(?:(?!{_CJK_CLASS})[^\W_])"  # a letter or digit of a spaced script
 _TOKEN = re.compile(rf"{_CJK_CLASS}+|{_WORD_CHAR}(?:{_WORD_CHAR}|_|[-.:/](?={_WORD_CHAR}))*")
 _CJK = re.compile(_CJK_CLASS)
+_NOT_ALNUM = re.compile(r"[\W_]+")  # \w is str.isalnum() and the underscore
 _PARTS = re.compile(r"[-_.:/]+")
 
 # Words too common to say anything about relevance on their own (questions are full of them).
@@ -113,6 +114,8 @@ def is_cjk_term(term: str) -> bool:
 
 
 def cjk_share(text: str) -> float:
-    """The share of a text's letters and digits that are CJK: 0.0 for English, 1.0 for Chinese."""
-    letters = [c for c in text if c.isalnum()]
-    return sum(1 for c in letters if _CJK.match(c)) / len(letters) if letters else 0.0
+    """The share of a text's letters and digits that are CJK: 0.0 for English, 1.0 for
+    Chinese. Counted by regular expressions, not letter by letter in Python: a search asks
+    it of every keyword candidate, and the loop was a third of a warm search."""
+    letters = _NOT_ALNUM.sub("", text)
+    return len(_CJK.findall(letters)) / len(letters) if letters else 0.0

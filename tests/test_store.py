@@ -368,6 +368,19 @@ def test_nearest_on_a_new_empty_collection_and_with_a_where_filter(store: Store)
     assert store.nearest(QUERY, 10, where={"source": "c.md"}) == []
 
 
+def test_has_chunks_asks_again_after_a_no_and_after_a_reopen(store: Store) -> None:
+    """A search asks on every question whether the side collection holds anything; a no
+    must not be kept (another process may be filling it), and a yes only for as long as
+    the collection object lives."""
+    assert store.has_chunks() is False
+    tiny(store, ["a.md"])
+    assert store.has_chunks() is True
+    store.delete(["a.md"])
+    store.close()
+    assert store.open_existing()
+    assert store.has_chunks() is False
+
+
 def test_delete_several_sources_an_unknown_one_and_more_than_500(store: Store) -> None:
     many = [f"n{i:04d}.md" for i in range(1001)]  # pages of 500, 500 and 1
     tiny(store, ["keep.md", "a.md", "b.md", *many])

@@ -176,3 +176,20 @@ def test_any_text_gives_lowercase_terms_and_content_terms_is_a_subsequence(text:
     assert all(t in remaining for t in content_terms(text))  # in order, a subsequence
     if has_cjk(text):
         assert any(has_cjk(t) for t in all_terms)
+
+
+def test_cjk_share_counts_letters_and_digits_as_str_isalnum_does():
+    """The share is counted by regular expressions; it must agree with the definition
+    (CJK letters among `str.isalnum()` letters) on every code point, the kana marks and
+    middle dots that sit in the CJK ranges but are not letters included."""
+    from askmd.terms import _CJK, cjk_share
+
+    def by_definition(text: str) -> float:
+        letters = [c for c in text if c.isalnum()]
+        return sum(1 for c in letters if _CJK.match(c)) / len(letters) if letters else 0.0
+
+    points = [chr(i) for i in range(0x110000) if not 0xD800 <= i < 0xE000]
+    assert [c for c in points if cjk_share(c) != by_definition(c)] == []
+    texts = ["", "   ", "部署 回滚 deploy", "ア・イ゛ 12 ＡＢ", "snake_case 下划线_x", "한국어 text"]
+    assert [cjk_share(t) for t in texts] == [by_definition(t) for t in texts]
+    assert cjk_share("部署") == 1.0 and cjk_share("deploy") == 0.0

@@ -179,6 +179,7 @@ class Store:
         self.read_only = read_only  # a local folder that is read through a copy
         self._client = None
         self._collection = None
+        self._filled = None  # the collection object last seen holding a chunk
         self._copy: Path | None = None
         self._owner: Store | None = None  # the index's main store, for a side collection
         self._sides: dict[str, Store] = {}
@@ -515,6 +516,18 @@ class Store:
     def count(self) -> int:
         return self._call(self.collection.count)
 
+    def has_chunks(self) -> bool:
+        """Whether the collection holds a chunk. A yes is kept for as long as this
+        collection object is (a search asks on every question, and a count costs Chroma a
+        millisecond); a no is asked again, as another process may be filling it. A side
+        collection emptied elsewhere then costs one empty query, not a wrong answer."""
+        collection = self.collection
+        if self._filled is not collection:
+            if self.count() == 0:
+                return False
+            self._filled = collection
+        return True
+
     def source_counts(self) -> dict[str, int]:
         """How many chunks each source has in the store (pages through all metadata)."""
         return {source: len(chunks) for source, chunks in self.chunk_hashes().items()}
@@ -581,15 +594,13 @@ class Store:
     ) -> list[Stored]:
         """The k nearest chunks. With content=False only ids and distances come back (text
         and metadata empty), five times faster for a pool of 100: the caller fetches the
-        few it keeps with `get`."""
-        total = self.count()
-        if total == 0:
-            return []
+        few it keeps with `get`. Chroma returns fewer than k when it holds fewer (an empty
+        collection gives none), so no count is asked first."""
         include = ["documents", "metadatas", "distances"] if content else ["distances"]
         result = self._call(
             self.collection.query,
             query_embeddings=[vector],
-            n_results=min(k, total),
+            n_results=k,
             where=where,
             include=include,
         )

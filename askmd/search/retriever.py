@@ -552,7 +552,7 @@ def side_space(embedder: Embedder, store: Store) -> tuple[Embedder, Store] | Non
     if not side_id:
         return None
     side = store.side(side_id)
-    if not side.open_existing() or side.count() == 0:
+    if not side.open_existing() or not side.has_chunks():
         return None
     return embedder.companion(), side
 
