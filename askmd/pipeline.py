@@ -603,8 +603,14 @@ class Index:
             with self.lock.reading():
                 return self.manifest.idf(terms, cjk)
 
+        def mentioned(terms: list[str]) -> set[str]:
+            with self.lock.reading():
+                return self.manifest.mentioned(terms)
+
         english, multilingual = grounding.local_models(self.embedder)
-        return grounding.Grounding(english, multilingual, idf, self.settings.min_confidence)
+        return grounding.Grounding(
+            english, multilingual, idf, self.settings.min_confidence, mentioned=mentioned
+        )
 
     def stats(self) -> dict:
         stats = {

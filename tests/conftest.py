@@ -170,6 +170,7 @@ ASK_JSON_FIELDS = [
     "nearest",
     "unsupported_citations",
     "dates",
+    "unmentioned",
 ]
 
 

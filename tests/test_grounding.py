@@ -73,7 +73,9 @@ def test_a_question_the_notes_do_not_answer_is_declined(index, question: str) ->
     result = ask(index, question)
 
     assert result.answered is False
-    assert result.text == DECLINED
+    assert result.text.startswith(DECLINED)
+    if "Australia" in question:  # a name the notes never mention is named
+        assert result.text == DECLINED + " They never mention “Australia”."
     assert result.citations == [] and result.references == []
     assert 1 <= len(result.nearest) <= NEAREST
     found = result.to_json()
@@ -128,7 +130,7 @@ def test_ask_json_of_a_declined_question(run_rag, kb: Path) -> None:
     assert list(found) == ASK_JSON_FIELDS
     assert found["answered"] is False
     assert found["citations"] == [] and found["references"] == []
-    assert found["nearest"] and found["answer"] == DECLINED
+    assert found["nearest"] and found["answer"].startswith(DECLINED)
     assert 0 <= found["confidence"] < 0.5
 
     shown = run_rag("--knowledge", str(kb), "ask", "What is the capital of Australia?")
@@ -233,7 +235,7 @@ def test_a_declined_question_is_not_sent_to_the_model(run_rag, kb: Path) -> None
     found, _, asked = ask_a_model(
         run_rag, kb, "Canberra [{ports}].", "What is the capital of Australia?"
     )
-    assert found["answered"] is False and found["answer"] == DECLINED
+    assert found["answered"] is False and found["answer"].startswith(DECLINED)
     assert asked == 0
 
 

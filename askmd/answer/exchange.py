@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 # (grounding.judge), in the question's language; the nearest passages follow as pointers.
 DECLINED = "Your notes don't seem to answer this."
 DECLINED_ZH = "你的笔记里似乎没有这个问题的答案。"
+NEVER_MENTIONED = " They never mention {}."
+NEVER_MENTIONED_ZH = "笔记里没有提到{}。"
 NEAREST = 3  # passages shown as pointers under a declined answer
 
 
@@ -93,10 +95,11 @@ def ask(
     verdict = ground.judge(query, hits) if ground is not None and hits else None
     if verdict is not None:
         result.confidence = verdict.confidence
+        result.unmentioned = verdict.unmentioned
     if not hits:
         result.text, result.answered = NOTHING_FOUND, False
     elif verdict is not None and not verdict.answered:
-        decline(result)
+        decline(result, unmentioned=verdict.unmentioned)
     elif chat is not None:
         try:
             _generate(result, chat, show)
@@ -144,11 +147,15 @@ def _generate(result: Answer, chat: Chat, show: Callable | None) -> None:
     result.references = references(checked.text, checked.cited, result.hits)
 
 
-def decline(result: Answer, keep_text: bool = False) -> None:
+def decline(result: Answer, keep_text: bool = False, unmentioned: Sequence[str] = ()) -> None:
     """The notes do not answer: say so (or keep the model's own words saying it), cite
-    nothing, and point at the nearest passages instead."""
+    nothing, and point at the nearest passages instead. Names the question asks about
+    that the notes never mention are named: they are why, and the user may know them by
+    another name the notes use."""
     if not keep_text:
         result.text = DECLINED_ZH if has_cjk(result.question) else DECLINED
+        if unmentioned:
+            result.text += never_mentioned(unmentioned, has_cjk(result.question))
     result.answered = False
     result.citations, result.references, result.unsupported_citations = [], [], []
     result.nearest = result.hits[:NEAREST]
@@ -168,6 +175,15 @@ _UNANSWERED = re.compile(
     r"|无法(?:回答|确定|找到|得知)|不包含",
     re.IGNORECASE,
 )
+
+
+def never_mentioned(names: Sequence[str], cjk: bool) -> str:
+    """The sentence that names what the notes never mention, in the question's language."""
+    if cjk:
+        return NEVER_MENTIONED_ZH.format("、".join(f"“{n}”" for n in names))
+    quoted = [f"“{n}”" for n in names]
+    listed = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+    return NEVER_MENTIONED.format(listed)
 
 
 def says_unanswered(reply: str) -> bool:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from askmd.answer import names
 from askmd.index import embedding_models as models
 from askmd.search.query_translation import english_terms
 from askmd.terms import cjk_share, content_terms, has_cjk
@@ -58,6 +59,20 @@ CJK = Calibration(0.375)  # the multilingual model, a CJK question and CJK passa
 CJK_OF_ENGLISH = Calibration(0.21)  # ..., a CJK question about English passages
 ENGLISH_OF_CJK = Calibration(0.36)  # ..., a Latin-script question about CJK passages
 MIN_CONFIDENCE = 0.5
+# What is left of the confidence when the question names something the notes never
+# mention (names.py): below the default line whatever the cosines say. Passages on the
+# same topic come close to such a question ("a MySQL server" against the notes'
+# PostgreSQL) without answering it, and an answer made of them would be confidently
+# wrong; a decline names the missing thing and still points at those passages. A user
+# who sets ASKMD_MIN_CONFIDENCE to this or lower lets such questions through.
+UNMENTIONED = 0.4
+# ... unless a sentence comes this far above the reading's line: it restates the question
+# and may name the thing otherwise ("Aβ" for "AlphaBeta"). Measured on the answer sets
+# and on 300 SciFact claims, whose writers name things the abstracts spell otherwise
+# (BENCHMARKS.md, "Declining"): near-topic unanswerable questions declined 0.29 -> 0.46,
+# SciFact claims declined 0.013 -> 0.017. At 0.2: 0.52 and 0.070; with no exception:
+# 0.54 and 0.167. The claims set the limit: at most 3% of answerable questions declined.
+RESTATES = 0.1
 # How much the coverage of the question's rarer words lifts a confidence below 1: an
 # identifier or name the model reads poorly, found word for word.
 COVERAGE_WEIGHT = 0.3
@@ -89,9 +104,6 @@ def _local(name: str) -> Embedder:
     return make_embedder("local", name)
 
 
-MIN_CONFIDENCE = 0.5
-
-
 @dataclass
 class Verdict:
     """Whether the passages answer the question, and what that rests on."""
@@ -104,6 +116,8 @@ class Verdict:
     # each sentence of the top passages and its cosine with the question, for the
     # extractive answer (which then needs no second look)
     sentences: dict[str, float] = field(default_factory=dict)
+    # the names the question asks about that the notes never mention (names.py)
+    unmentioned: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {
@@ -112,12 +126,14 @@ class Verdict:
             "similarity": round(self.similarity, 3),
             "coverage": round(self.coverage, 3),
             "model": self.model,
+            "unmentioned": self.unmentioned,
         }
 
 
 class Grounding:
     """The measures above over one index: the models that read English and CJK text, and
-    the index's keyword statistics (`idf(terms, cjk)`).
+    the index's keyword statistics (`idf(terms, cjk)`, and `mentioned(terms)`: the terms
+    some chunk holds).
 
     The models are always the local ones the calibration was measured with (MiniLM for
     English, the multilingual USE for Chinese and Japanese), whatever embeds the index:
@@ -132,10 +148,12 @@ class Grounding:
         idf: Callable[[list[str], bool | None], dict[str, float]],
         min_confidence: float = MIN_CONFIDENCE,
         sentences: Callable[[str], list[str]] | None = None,
+        mentioned: Callable[[list[str]], set[str]] | None = None,
     ) -> None:
         self.english = english
         self.multilingual = multilingual
         self.idf = idf
+        self.mentioned = mentioned
         self.min_confidence = min_confidence
         if sentences is None:
             from askmd.answer.sentences import sentences
@@ -185,6 +203,9 @@ class Grounding:
         similarity = float(scores.max()) if len(scores) else 0.0
         coverage = max(self.coverage(question, hit) for hit in top)
         confidence = combined(similarity, coverage, calibration)
+        missing = names.unmentioned(question, self.mentioned) if self.mentioned else []
+        if missing and similarity < calibration.line + RESTATES:
+            confidence *= UNMENTIONED
         return Verdict(
             confidence >= self.min_confidence,
             confidence,
@@ -192,6 +213,7 @@ class Grounding:
             coverage,
             model.id,
             by_sentence,
+            missing,
         )
 
     def coverage(self, question: str, hit: Hit) -> float:

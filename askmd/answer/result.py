@@ -84,6 +84,9 @@ class Answer:
     # The days searched: the period the question names, else the --since/--until given
     # ({"since", "until"}, ISO); None when neither limited the search.
     dates: dict | None = None
+    # The names the question asks about that the notes never mention (answer/names.py):
+    # why it was declined, when that is why.
+    unmentioned: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {
@@ -104,4 +107,5 @@ class Answer:
             "nearest": [pointer(h) for h in self.nearest],
             "unsupported_citations": self.unsupported_citations,
             "dates": self.dates,
+            "unmentioned": self.unmentioned,
         }

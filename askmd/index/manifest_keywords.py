@@ -180,6 +180,26 @@ class KeywordPostings(ManifestDB):
             found = packed_postings.postings(self.db, unique, self._field_columns())
             return {t: len(found[t]) if t in found else 0 for t in unique}, count
 
+    def mentioned(self, terms: list[str]) -> set[str]:
+        """The terms some chunk holds, whole or continued by a digit or a joiner
+        (`python` of `python3` and `python-dotenv`), not by letters (`consul` is not in
+        `consult`): whether the notes name a thing at all."""
+        found: set[str] = set()
+        tables = ["postings", "packed"] if packed_postings.has_tables(self.db) else ["postings"]
+        with self._snapshot():
+            for term in sorted(set(terms)):
+                # "-./0-9:" are one run of code points, from "-" to ":"; "_" stands apart
+                spans = [(term, term + "\0"), (term + "-", term + ";"), (term + "_", term + "`")]
+                if any(
+                    self.db.execute(
+                        f"SELECT 1 FROM {table} WHERE term >= ? AND term < ? LIMIT 1", span
+                    ).fetchone()
+                    for table in tables
+                    for span in spans
+                ):
+                    found.add(term)
+        return found
+
     @contextlib.contextmanager
     def _snapshot(self) -> Iterator[None]:
         """One consistent view of the postings for a read, however long it takes (inside a

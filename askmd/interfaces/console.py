@@ -367,6 +367,9 @@ def show_verdict(verdict) -> None:
         f"{verdict.similarity:.2f} in {escape(verdict.model)}, coverage of the question's "
         f"words {verdict.coverage:.2f}; ASKMD_MIN_CONFIDENCE moves the line)[/]"
     )
+    if verdict.unmentioned:
+        named = ", ".join(verdict.unmentioned)
+        out.print(f"[dim]the notes never mention: {escape(named)}[/]")
 
 
 def show_eval(report, verbose: bool = False) -> None:
@@ -674,6 +677,9 @@ def show_answer(answer: Answer, hint: bool = True) -> None:
     if not answer.answered:
         show_nearest(answer.nearest)
         return
+    if answer.unmentioned:
+        named = " or ".join(f"“{n}”" for n in answer.unmentioned)
+        warning(f"your notes never mention {named}: check that the answer is about it")
     if answer.mode == "llm" and answer.hits and not answer.citations:
         warning("the answer cites none of the sources; check it against them (/sources)")
     if answer.unsupported_citations:

@@ -181,6 +181,9 @@ function showDone(turn, result) {
   if (result.unsupported_citations && result.unsupported_citations.length) {
     notes.push(`The answer cites ${result.unsupported_citations.map((n) => `[${n}]`).join(", ")} for what the passage does not say; check it.`);
   }
+  if (result.answered !== false && result.unmentioned && result.unmentioned.length) {
+    notes.push(`Your notes never mention ${result.unmentioned.map((n) => `“${n}”`).join(" or ")}: check that the answer is about it.`);
+  }
   if (result.invalid_citations.length) {
     notes.push(`The answer cited ${result.invalid_citations.map((n) => `[${n}]`).join(", ")}, which matched no source; removed.`);
   }

@@ -1,0 +1,112 @@
+"""The named things a question asks about, such as products, tools, flags and identifiers.
+
+A question about something the notes never name cannot be answered from them. "How do I
+connect my plugin to a MySQL server?" over notes that never say MySQL still finds
+passages about connecting plugins to things. Those passages are close in meaning, and
+no cosine threshold tells them from an answer. The name missing from the whole folder
+does tell them apart. Only what is written as a name counts:
+
+- a word with a capital letter inside it (`MySQL`, `iPhone`) or in capitals (`GPU`);
+- a capitalised word that does not start a sentence (`Logseq`, `Outlook`);
+- a word with a digit (`k9s`), an inner `_`, `.` or `/`, or a leading `--` (a flag);
+- anything in backticks;
+- any Latin word in a Chinese or Japanese question (`lazygit 里怎么…`).
+
+Common words are never names, nor is a name in brackets after the words it
+abbreviates or renames (`yellow mottle virus (ComYMV)`). A question written in Title Case (every word that is
+not a stop word capitalised) has no capitalised names. Chinese names (`微信`) are not found: without
+spaces, a name cannot be told from the words around it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from askmd.terms import STOPWORDS, cjk_share, terms
+
+CJK_QUESTION = 0.3  # the share of CJK letters that makes a question Chinese or Japanese
+SHORTEST = 3  # letters; shorter names (`C`, `Go`, `UI`) are too often part of other words
+
+_WORD = re.compile(r"`[^`\n]+`|(?:(?<![\w-])--?)?[A-Za-z][A-Za-z0-9]*(?:[_./+#-][A-Za-z0-9]+)*\+*")
+_INNER_CAPITAL = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}")
+_IDENTIFIER = re.compile(r"\d|[A-Za-z0-9][_./][A-Za-z0-9]|^--?[A-Za-z]")
+_DEFINED = re.compile(r"\)")
+_SENTENCE_END = re.compile(r"(?:^|[.!?:;。！？：；]|\n)[\s\"'“‘(\[]*$")
+# Words a question capitalises without naming anything.
+_NOT_NAMES = frozenset(
+    {"i", "i'm", "i've", "ok", "okay", "please", "thanks", "hi", "hello"}
+    # the calendar: dates in questions are read as dates (search/dates_in_query.py)
+    | set("""january february march april may june july august september october november
+    december jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday
+    thursday friday saturday sunday mon tue tues wed thu thur thurs fri sat sun""".split())
+)
+
+
+def named(question: str) -> list[str]:
+    """The names in a question, as written, in order, each once."""
+    cjk = cjk_share(question) >= CJK_QUESTION
+    words = [m.group() for m in _WORD.finditer(question) if not m.group().startswith("`")]
+    content = [w for w in words if w.lower() not in STOPWORDS and w.isalpha()]
+    title_case = len(content) >= 3 and all(w[:1].isupper() for w in content)
+    found: list[str] = []
+    for match in _WORD.finditer(question):
+        word = match.group()
+        if _DEFINED.match(question, match.end()) and question[: match.start()].endswith("("):
+            continue  # "Commelina yellow mottle virus (ComYMV)": the words before say it
+        if word.startswith("`"):
+            name = word.strip("`").strip()
+        elif _is_name(word, question[: match.start()], cjk, title_case):
+            name = word.strip("+#") if word.endswith("+") else word
+        else:
+            continue
+        if name and name not in found:
+            found.append(name)
+    return found
+
+
+def _is_name(word: str, before: str, cjk: bool, title_case: bool) -> bool:
+    bare = word.lstrip("-")
+    lower = bare.lower()
+    if lower in STOPWORDS or lower in _NOT_NAMES or lower[-1:] == "s" and lower[:-1] in _NOT_NAMES:
+        return False
+    if cjk or _IDENTIFIER.search(word):
+        return True
+    if _INNER_CAPITAL.search(bare):
+        return True
+    starts_sentence = _SENTENCE_END.search(before) is not None
+    return bare[:1].isupper() and not starts_sentence and not title_case
+
+
+def unmentioned(question: str, mentioned: Callable[[list[str]], set[str]]) -> list[str]:
+    """The question's names the notes never mention. `mentioned(terms)` gives the terms
+    the folder holds, whole or continued by a digit or a joiner, so `python` is found in
+    `python3`. A joined name is also mentioned when each of its parts is: the notes may
+    write `anti-interleukin 2` for `anti-interleukin-2`. A name of several words (in
+    backticks) is mentioned when each word is. Words and parts under SHORTEST letters are
+    not checked."""
+    names = {name: _words(name) for name in named(question)}
+    asked = sorted({t for words in names.values() for whole, parts in words for t in (whole, *parts)})
+    if not asked:
+        return []
+    held = mentioned(asked)
+
+    def said(whole: str, parts: tuple[str, ...]) -> bool:
+        return whole in held or bool(parts) and all(p in held for p in parts)
+
+    return [
+        name
+        for name, words in names.items()
+        if words and not all(said(whole, parts) for whole, parts in words)
+    ]
+
+
+def _words(name: str) -> list[tuple[str, tuple[str, ...]]]:
+    """Each word of a name as the index keeps it: the whole token, and its parts when it
+    joins several (`pre-miRNA`: `pre-mirna`, and `pre`, `mirna`)."""
+    found = []
+    for token in name.split():
+        whole, *parts = terms(token) or [""]
+        if len(whole) >= SHORTEST:
+            found.append((whole, tuple(p for p in parts if len(p) >= SHORTEST)))
+    return found

@@ -1,0 +1,198 @@
+"""names.py: the named things a question asks about, and the ones the notes never
+mention, which make a question unanswerable however close its passages come in meaning.
+The end-to-end cases use a real index and the real local models."""
+
+from __future__ import annotations
+
+import pytest
+
+from askmd.answer import names
+from askmd.answer.exchange import DECLINED, DECLINED_ZH
+from tests.conftest import synced_index
+
+
+@pytest.mark.parametrize(
+    ("question", "found"),
+    [
+        ("How do I connect my plugin to a MySQL server?", ["MySQL"]),
+        ("Which method reads blocks from a Logseq graph?", ["Logseq"]),
+        ("Is there an API for WebGPU or CUDA?", ["API", "WebGPU", "CUDA"]),
+        ("what does k9s show", ["k9s"]),
+        ("What does the `mise use` command do?", ["mise use"]),
+        ("what is snake_case and where is config.yaml", ["snake_case", "config.yaml"]),
+        ("hyperfine 的 --warmup 参数有什么用？", ["hyperfine", "--warmup"]),
+        ("lazygit 里怎么一次暂存所有改动？", ["lazygit"]),
+        # not names: the first word of a sentence, "I", common words, hyphenated words
+        ("Backups run at night. When do they run?", []),
+        ("How can I see console output while my add-on runs on a phone", []),
+        ("I want to know: Where are the logs?", []),
+        # the calendar is read as dates, not names
+        ("What did I cook on January 7, 2026, and on Sundays in March?", []),
+        # Title Case capitalises every word: none of them is a name for that
+        ("How Do I Hide The Properties Panel", []),
+        ("How Do I Hide The Properties Panel In Obsidian 2", []),
+        # a Chinese name cannot be told from the words around it
+        ("怎么把笔记同步到百度网盘？", []),
+        ("", []),
+        ("?!", []),
+    ],
+)
+def test_named(question: str, found: list[str]) -> None:
+    assert names.named(question) == found
+
+
+def test_a_name_is_mentioned_whole_as_a_prefix_or_by_all_of_its_parts() -> None:
+    held = {"python3", "pre", "mirna", "lum", "e014", "config.yaml", "mise", "use"}
+
+    def mentioned(terms: list[str]) -> set[str]:
+        return {t for t in terms if any(h == t or h.startswith(t) and not h[len(t)].isalpha()
+                                        for h in held)}  # fmt: skip
+
+    assert names.unmentioned("Can I use Python here?", mentioned) == []  # python3
+    assert names.unmentioned("What is a pre-miRNA?", mentioned) == []  # pre + mirna
+    assert names.unmentioned("What does LUM-E014 mean?", mentioned) == []
+    assert names.unmentioned("What does LUM-E013 mean?", mentioned) == ["LUM-E013"]
+    assert names.unmentioned("What does `mise use` do?", mentioned) == []
+    assert names.unmentioned("What does `mise run` do?", mentioned) == ["mise run"]
+    assert names.unmentioned("Do I need MySQL or Python?", mentioned) == ["MySQL"]
+    # names too short to look up say nothing: C, Go
+    assert names.unmentioned("Who wrote C and Go?", mentioned) == []
+
+
+NOTES = {
+    "plugins/database.md": (
+        "# Databases from a plugin\n\nA plugin connects to a PostgreSQL server with the "
+        "`pg` client: create a pool with the host, port, user and password, then run "
+        "queries with `pool.query`.\n\nClose the pool in `onunload` so the connections "
+        "end with the plugin.\n"
+    ),
+    "plugins/settings.md": (
+        "# Plugin settings\n\nA plugin keeps its settings in data.json with loadData and "
+        "saveData.\n"
+    ),
+    "plugins/commands.md": (
+        "# Commands\n\nA plugin adds a command to the command palette with addCommand, "
+        "giving it an id, a name and a callback.\n"
+    ),
+    "plugins/events.md": (
+        "# Events\n\nA plugin listens to workspace events with registerEvent, so the "
+        "listener is removed when the plugin unloads.\n"
+    ),
+    "工具/git.md": (
+        "# git 暂存\n\n用 `git add -A` 一次暂存所有改动，用 `git add -p` 逐块选择要暂存的改动。\n"
+    ),
+    "工具/ssh.md": "# ssh 密钥\n\n用 `ssh-keygen -t ed25519` 生成新的密钥，公钥放到服务器的 authorized_keys 里。\n",
+    "工具/tmux.md": "# tmux 会话\n\n用 `tmux new -s 名字` 新建会话，按前缀键加 d 离开会话，会话仍在后台运行。\n",
+}
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory):
+    return synced_index(tmp_path_factory.mktemp("names"), NOTES)
+
+
+def test_the_manifest_knows_which_terms_the_notes_hold(index) -> None:
+    held = index.manifest.mentioned(["postgresql", "postgres", "mysql", "pool", "poo", "git", "ed"])
+    # whole, or continued by a digit or joiner (ed25519, pool.query): not by letters (poo)
+    assert held == {"postgresql", "pool", "git", "ed"}
+    assert index.manifest.mentioned([]) == set()
+
+
+def test_a_question_about_a_thing_the_notes_never_name_is_declined_and_names_it(index) -> None:
+    """Without the check this question is answered (confidence 0.75) with the PostgreSQL
+    passage: it is about querying a database server from a plugin, as asked."""
+    result = index.ask("How do I query a MySQL database from a plugin?", [], 5)
+
+    assert result.answered is False
+    assert result.text == DECLINED + " They never mention “MySQL”."
+    assert result.unmentioned == ["MySQL"]
+    assert result.to_json()["unmentioned"] == ["MySQL"]
+    assert result.citations == [] and result.nearest
+    assert result.nearest[0].source == "plugins/database.md"
+
+
+def test_a_chinese_question_about_a_tool_the_notes_never_name_is_declined_in_chinese(
+    index,
+) -> None:
+    result = index.ask("用 lazygit 怎么一次提交所有文件？", [], 5)
+
+    assert result.answered is False
+    assert result.text == DECLINED_ZH + "笔记里没有提到“lazygit”。"
+    assert result.unmentioned == ["lazygit"]
+
+
+def test_a_passage_that_restates_the_question_answers_it_and_the_name_is_still_reported(
+    index,
+) -> None:
+    """A sentence far above the line (grounding.RESTATES) may name the thing otherwise
+    (Aβ for AlphaBeta): it answers, and the answer says what the notes never name."""
+    result = index.ask("How do I connect my plugin to a MySQL server and run queries?", [], 5)
+
+    assert result.answered is True
+    assert result.unmentioned == ["MySQL"]
+    assert result.references[0].source == "plugins/database.md"
+
+
+def test_the_same_questions_about_what_the_notes_name_are_answered(index) -> None:
+    english = index.ask("How do I connect my plugin to a PostgreSQL server and run queries?", [], 5)
+    chinese = index.ask("git 里怎么一次暂存所有改动？", [], 5)
+
+    assert english.answered is True and english.unmentioned == []
+    assert english.references[0].source == "plugins/database.md"
+    assert chinese.answered is True and chinese.unmentioned == []
+    assert chinese.references[0].source == "工具/git.md"
+
+
+def test_a_low_threshold_lets_such_questions_through(tmp_path) -> None:
+    """ASKMD_MIN_CONFIDENCE moves this line too: at 0 nothing is declined, and the
+    answer still says which names the notes never mention."""
+    from askmd.pipeline import Index
+    from askmd.settings import load_settings
+    from tests.conftest import write_notes
+
+    kb = write_notes(tmp_path / "kb", NOTES)
+    overrides = {"knowledge_dir": kb, "index_dir": tmp_path / "ix"}
+    index = Index(load_settings(environ={"ASKMD_MIN_CONFIDENCE": "0"}, dotenv_path=None,
+                                overrides=overrides))  # fmt: skip
+    index.sync()
+    result = index.ask("How do I connect my plugin to a MySQL server and run queries?", [], 5)
+
+    assert result.answered is True
+    assert result.unmentioned == ["MySQL"]
+
+
+def test_ask_json_and_the_repl_debug_name_what_the_notes_never_mention(tmp_path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, clean_env, write_notes
+
+    kb = write_notes(tmp_path / "kb", NOTES)
+    where = ["--knowledge", str(kb), "--index-dir", str(tmp_path / "ix")]
+
+    def rag(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, str(ROOT / "rag.py"), *where, *args],
+            input=stdin, capture_output=True, text=True, env=clean_env(), cwd=tmp_path,
+            timeout=120,
+        )  # fmt: skip
+
+    asked = rag("ask", "--json", "How do I query a MySQL database from a plugin?")
+    assert asked.returncode == 0, asked.stderr
+    found = json.loads(asked.stdout)
+    assert found["answered"] is False and found["citations"] == []
+    assert found["unmentioned"] == ["MySQL"]
+    assert found["answer"].endswith("They never mention “MySQL”.")
+
+    restated = rag("ask", "How do I connect my plugin to a MySQL server and run queries?")
+    assert restated.returncode == 0, restated.stderr
+    assert "[1]" in restated.stdout
+    assert "warning: your notes never mention “MySQL”: check that the answer is about it" in (
+        restated.stderr
+    )
+
+    repl = rag(stdin="/debug How do I query a MySQL database from a plugin?\n/quit\n")
+    assert repl.returncode == 0, repl.stderr
+    assert "declines: the notes don't seem to answer this" in repl.stdout
+    assert "the notes never mention: MySQL" in repl.stdout
