@@ -81,8 +81,13 @@ NOTES = {
     "工具/git.md": (
         "# git 暂存\n\n用 `git add -A` 一次暂存所有改动，用 `git add -p` 逐块选择要暂存的改动。\n"
     ),
-    "工具/ssh.md": "# ssh 密钥\n\n用 `ssh-keygen -t ed25519` 生成新的密钥，公钥放到服务器的 authorized_keys 里。\n",
-    "工具/tmux.md": "# tmux 会话\n\n用 `tmux new -s 名字` 新建会话，按前缀键加 d 离开会话，会话仍在后台运行。\n",
+    "工具/ssh.md": (
+        "# ssh 密钥\n\n用 `ssh-keygen -t ed25519` 生成新的密钥，"
+        "公钥放到服务器的 authorized_keys 里。\n"
+    ),
+    "工具/tmux.md": (
+        "# tmux 会话\n\n用 `tmux new -s 名字` 新建会话，按前缀键加 d 离开会话，会话仍在后台运行。\n"
+    ),
 }
 
 

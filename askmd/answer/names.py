@@ -13,9 +13,10 @@ does tell them apart. Only what is written as a name counts:
 - any Latin word in a Chinese or Japanese question (`lazygit 里怎么…`).
 
 Common words are never names, nor is a name in brackets after the words it
-abbreviates or renames (`yellow mottle virus (ComYMV)`). A question written in Title Case (every word that is
-not a stop word capitalised) has no capitalised names. Chinese names (`微信`) are not found: without
-spaces, a name cannot be told from the words around it.
+abbreviates or renames (`yellow mottle virus (ComYMV)`). A question written in Title
+Case (every word that is not a stop word capitalised) has no capitalised names. Chinese
+names (`微信`) are not found: without spaces, a name cannot be told from the words
+around it.
 """
 
 from __future__ import annotations
@@ -37,9 +38,11 @@ _SENTENCE_END = re.compile(r"(?:^|[.!?:;。！？：；]|\n)[\s\"'“‘(\[]*$")
 _NOT_NAMES = frozenset(
     {"i", "i'm", "i've", "ok", "okay", "please", "thanks", "hi", "hello"}
     # the calendar: dates in questions are read as dates (search/dates_in_query.py)
-    | set("""january february march april may june july august september october november
+    | set(
+        """january february march april may june july august september october november
     december jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday
-    thursday friday saturday sunday mon tue tues wed thu thur thurs fri sat sun""".split())
+    thursday friday saturday sunday mon tue tues wed thu thur thurs fri sat sun""".split()
+    )
 )
 
 
@@ -86,7 +89,7 @@ def unmentioned(question: str, mentioned: Callable[[list[str]], set[str]]) -> li
     backticks) is mentioned when each word is. Words and parts under SHORTEST letters are
     not checked."""
     names = {name: _words(name) for name in named(question)}
-    asked = sorted({t for words in names.values() for whole, parts in words for t in (whole, *parts)})
+    asked = sorted({t for words in names.values() for w, parts in words for t in (w, *parts)})
     if not asked:
         return []
     held = mentioned(asked)
