@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> None:
     indexes: dict[str, Index] = {}
     dumped = args.dump.open("w", encoding="utf-8") if args.dump else None
     everything = evaluate.AnswerReport()
+    kinds: dict[str, str] = {}
     print("| set | questions | declined unanswerable | declined answerable | gold recall "
           "| top chunk recall | answer chars | top chunk chars | ms p50 |")  # fmt: skip
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -70,10 +71,23 @@ def main(argv: list[str] | None = None) -> None:
         _row(name, report.summary())
         for lang in sorted({a.lang for a in report.asked if a.lang}):
             _row(f"{name} ({lang})", report.summary([a for a in report.asked if a.lang == lang]))
+        kinds.update(_kinds(path, name))
     for lang in sorted({a.lang for a in everything.asked if a.lang}):
         _row(f"all ({lang})", everything.summary([a for a in everything.asked if a.lang == lang]))
+    for kind in UNANSWERABLE_KINDS:  # near the notes' topic, or unrelated to it
+        of_kind = [a for a in everything.asked if kinds.get(a.id) == kind]
+        _row(f"all unanswerable ({kind})", everything.summary(of_kind))
     if dumped is not None:
         dumped.close()
+
+
+UNANSWERABLE_KINDS = ("near", "unrelated")
+
+
+def _kinds(path: Path, name: str) -> dict[str, str]:
+    """{set:id: kind} of the set's unanswerable questions (the README's `kind` field)."""
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    return {f"{name}:{q['id']}": q["kind"] for q in lines if q.get("unanswerable") and "kind" in q}
 
 
 def _row(label: str, s: dict) -> None:

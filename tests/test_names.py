@@ -131,7 +131,9 @@ def test_a_passage_that_restates_the_question_answers_it_and_the_name_is_still_r
 ) -> None:
     """A sentence far above the line (grounding.RESTATES) may name the thing otherwise
     (Aβ for AlphaBeta): it answers, and the answer says what the notes never name."""
-    result = index.ask("How do I connect my plugin to a MySQL server and run queries?", [], 5)
+    result = index.ask(
+        "Does a plugin connect to a MySQL server with the pg client and a pool?", [], 5
+    )
 
     assert result.answered is True
     assert result.unmentioned == ["MySQL"]
@@ -160,7 +162,9 @@ def test_a_low_threshold_lets_such_questions_through(tmp_path) -> None:
     index = Index(load_settings(environ={"ASKMD_MIN_CONFIDENCE": "0"}, dotenv_path=None,
                                 overrides=overrides))  # fmt: skip
     index.sync()
-    result = index.ask("How do I connect my plugin to a MySQL server and run queries?", [], 5)
+    result = index.ask(
+        "Does a plugin connect to a MySQL server with the pg client and a pool?", [], 5
+    )
 
     assert result.answered is True
     assert result.unmentioned == ["MySQL"]
@@ -190,7 +194,7 @@ def test_ask_json_and_the_repl_debug_name_what_the_notes_never_mention(tmp_path)
     assert found["unmentioned"] == ["MySQL"]
     assert found["answer"].endswith("They never mention “MySQL”.")
 
-    restated = rag("ask", "How do I connect my plugin to a MySQL server and run queries?")
+    restated = rag("ask", "Does a plugin connect to a MySQL server with the pg client and a pool?")
     assert restated.returncode == 0, restated.stderr
     assert "[1]" in restated.stdout
     assert "warning: your notes never mention “MySQL”: check that the answer is about it" in (
