@@ -8,7 +8,8 @@ that checkout's own index folder, warms up, then times `Index.search` over the q
 after the other, `--rounds` times, so a busy machine slows both alike. Reported: each
 run's figures, the medians of the runs, and the ratio of medians (this code / the other)
 with the pairs' range. `--profile` also counts the function calls of one run each under
-cProfile: work done, not time taken, so it is the same on a quiet or a busy machine.
+cProfile, after each run's timing: work done, not time taken, so it is the same on a
+quiet or a busy machine.
 """
 
 from __future__ import annotations
@@ -50,14 +51,6 @@ index = Index(load_settings(environ={}, dotenv_path=None, overrides=overrides))
 index.sync()
 for q in questions:
     index.search(q, 5)
-if profile == "1":
-    profiler = cProfile.Profile()
-    profiler.enable()
-    for q in questions:
-        index.search(q, 5)
-    profiler.disable()
-    print(json.dumps({"calls": pstats.Stats(profiler).total_calls, "from": askmd.__file__}))
-    sys.exit()
 times = []
 for _ in range(int(rounds)):
     for q in questions:
@@ -66,11 +59,19 @@ for _ in range(int(rounds)):
         times.append((time.perf_counter() - started) * 1000)
 times.sort()
 p95 = times[int(0.95 * (len(times) - 1))]
-print(json.dumps({"p50": statistics.median(times), "p95": p95, "from": askmd.__file__}))
+found = {"p50": statistics.median(times), "p95": p95, "from": askmd.__file__}
+if profile == "1":  # after the timing, which it would slow
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for q in questions:
+        index.search(q, 5)
+    profiler.disable()
+    found["calls"] = pstats.Stats(profiler).total_calls
+print(json.dumps(found))
 """
 
 
-def run(tree: Path, folder: Path, work: Path, rounds: int, questions: list[str], profile=False):
+def run(tree: Path, folder: Path, work: Path, rounds: int, questions: list[str], profile: bool):
     index_dir = work / f"ix-{abs(hash(str(tree.resolve())))}"
     argv = [str(folder), str(index_dir), str(rounds), "1" if profile else "0"]
     done = subprocess.run(
@@ -105,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
     runs: dict[str, list[dict]] = {name: [] for name in trees}
     for i in range(args.rounds):
         for name, tree in trees.items():
-            found = run(tree, folder, work, args.searches, questions)
+            found = run(tree, folder, work, args.searches, questions, args.profile)
             runs[name].append(found)
             print(f"round {i + 1} {name}: p50 {found['p50']:.1f} ms, p95 {found['p95']:.1f} ms")
     medians = {n: statistics.median(r["p50"] for r in rs) for n, rs in runs.items()}
@@ -118,12 +119,10 @@ def main(argv: list[str] | None = None) -> None:
         f"p95: this {p95s['this']:.1f} ms, other {p95s['other']:.1f} ms"
     )
     if args.profile:
-        calls = {
-            n: run(t, folder, work, 1, questions, profile=True)["calls"] for n, t in trees.items()
-        }
+        calls = {n: statistics.median(r["calls"] for r in rs) for n, rs in runs.items()}
         print(
-            f"function calls for {len(questions)} searches: this {calls['this']:,}, "
-            f"other {calls['other']:,} (ratio {calls['this'] / calls['other']:.2f})"
+            f"function calls for {len(questions)} searches: this {calls['this']:,.0f}, "
+            f"other {calls['other']:,.0f} (ratio {calls['this'] / calls['other']:.2f})"
         )
 
 
