@@ -204,6 +204,7 @@ class Asked:
     answer_chars: int
     top_chunk_chars: int
     ms: float
+    unmentioned: list[str] = field(default_factory=list)  # names the notes never mention
 
     def to_json(self) -> dict:
         return {
@@ -217,6 +218,7 @@ class Asked:
             "answer_chars": self.answer_chars,
             "top_chunk_chars": self.top_chunk_chars,
             "ms": round(self.ms, 1),
+            "unmentioned": self.unmentioned,
         }
 
 
@@ -278,6 +280,7 @@ def evaluate_answers(queries: list[Query], ask: Callable[[str], Answer]) -> Answ
                 len(said),
                 len(top),
                 ms,
+                list(result.unmentioned),
             )
         )
     return report

@@ -280,9 +280,13 @@ def test_eval_answers_reports_declines_and_gold_recall(run_rag, kb: Path, tmp_pa
     assert set(found["by_lang"]) == {"en", "zh"}
     assert found["by_lang"]["zh"]["declined_unanswerable"] == 1.0
     assert [a["id"] for a in found["asked"]] == ["a1", "a2", "u1", "u2"]
+    # what a decline rests on, for tuning the threshold on one's own questions
+    assert [a["unmentioned"] for a in found["asked"]] == [[], [], ["Australia"], []]
 
-    shown = run_rag("--knowledge", str(kb), "eval", "--answers", str(queries))
+    shown = run_rag("--knowledge", str(kb), "eval", "--answers", str(queries), "--verbose")
     assert shown.returncode == 0 and "declined" in shown.stdout
+    assert "u1: declined (confidence" in shown.stdout
+    assert "never mentioned: Australia" in shown.stdout
 
 
 def test_eval_answers_rejects_a_line_without_gold(run_rag, kb: Path, tmp_path: Path) -> None:

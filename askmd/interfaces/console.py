@@ -418,10 +418,12 @@ def show_answers_eval(report, verbose: bool = False) -> None:
         for a in found["asked"]:
             said = "answered" if a["answered"] else "declined"
             wrong = a["answered"] == a["unanswerable"]
+            names = ", ".join(a["unmentioned"])
             out.print(
                 f"{'[yellow]' if wrong else ''}{escape(clean(a['id']))}: {said}"
                 f"{'[/]' if wrong else ''} (confidence {_figure(a['confidence'])}"
-                f", gold recall {_figure(a['gold_recall'])})",
+                f", gold recall {_figure(a['gold_recall'])}"
+                f"{', never mentioned: ' + escape(names) if names else ''})",
                 soft_wrap=True,
             )
 
