@@ -15,6 +15,7 @@ quiet or a busy machine.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import statistics
@@ -72,7 +73,8 @@ print(json.dumps(found))
 
 
 def run(tree: Path, folder: Path, work: Path, rounds: int, questions: list[str], profile: bool):
-    index_dir = work / f"ix-{abs(hash(str(tree.resolve())))}"
+    # named after the checkout's path, the same in every run (hash() is not, per process)
+    index_dir = work / f"ix-{hashlib.sha1(str(tree.resolve()).encode()).hexdigest()[:12]}"
     argv = [str(folder), str(index_dir), str(rounds), "1" if profile else "0"]
     done = subprocess.run(
         [sys.executable, "-c", _RUN, *argv, json.dumps(questions, ensure_ascii=False)],

@@ -32,8 +32,7 @@ SHORTEST = 3  # letters; shorter names (`C`, `Go`, `UI`) are too often part of o
 _WORD = re.compile(r"`[^`\n]+`|(?:(?<![\w-])--?)?[A-Za-z][A-Za-z0-9]*(?:[_./+#-][A-Za-z0-9]+)*\+*")
 _INNER_CAPITAL = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}")
 _IDENTIFIER = re.compile(r"\d|[A-Za-z0-9][_./][A-Za-z0-9]|^--?[A-Za-z]")
-_DEFINED = re.compile(r"\)")
-_SENTENCE_END = re.compile(r"(?:^|[.!?:;。！？：；]|\n)[\s\"'“‘(\[]*$")
+_SENTENCE_END = ".!?:;。！？：；\n"  # what a word after it starts (quotes and brackets between)
 # Words a question capitalises without naming anything.
 _NOT_NAMES = frozenset(
     {"i", "i'm", "i've", "ok", "okay", "please", "thanks", "hi", "hello"}
@@ -55,7 +54,7 @@ def named(question: str) -> list[str]:
     found: list[str] = []
     for match in _WORD.finditer(question):
         word = match.group()
-        if _DEFINED.match(question, match.end()) and question[: match.start()].endswith("("):
+        if question[: match.start()].endswith("(") and question[match.end() :].startswith(")"):
             continue  # "Commelina yellow mottle virus (ComYMV)": the words before say it
         if word.startswith("`"):
             name = word.strip("`").strip()
@@ -77,7 +76,8 @@ def _is_name(word: str, before: str, cjk: bool, title_case: bool) -> bool:
         return True
     if _INNER_CAPITAL.search(bare):
         return True
-    starts_sentence = _SENTENCE_END.search(before) is not None
+    rest = before.rstrip(" \t\r\"'“‘([")
+    starts_sentence = not rest or rest[-1] in _SENTENCE_END
     return bare[:1].isupper() and not starts_sentence and not title_case
 
 
