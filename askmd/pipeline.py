@@ -19,6 +19,7 @@ read) and reopens the store when it moved.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -99,12 +100,22 @@ def search_json(query: str, hits: list[retriever.Hit]) -> dict:
     }
 
 
-def check_length(text: str, what: str = "the question") -> None:
-    """Refuse a question or query longer than any interface accepts, in one line."""
+def check_question(text: str, what: str = "the question") -> None:
+    """Refuse, in one line, a question or query no interface can take: longer than any
+    accepts, or holding bytes that are not UTF-8 text (the command line hands those on
+    as lone surrogates, which no tokenizer reads)."""
     if len(text) > MAX_QUESTION_CHARS:
         raise BadRequest(
             f"{what} is {len(text):,} characters long; the most is {MAX_QUESTION_CHARS:,}"
         )
+    if bad := _NOT_TEXT.search(text):
+        raise BadRequest(
+            f"{what} holds bytes that are not UTF-8 text (at character {bad.start() + 1}): "
+            "type it again, or set the terminal to UTF-8"
+        )
+
+
+_NOT_TEXT = re.compile("[\ud800-\udfff]")
 
 
 @dataclass
@@ -488,7 +499,7 @@ class Index:
         mode: str = "hybrid",
         filters: retriever.Filters | None = None,
     ) -> list[retriever.Hit]:
-        check_length(query, "the query")
+        check_question(query, "the query")
         if not self.has_index():
             return []  # no notes yet: nothing to find, and no index to make for it
         self.follow()
@@ -551,7 +562,7 @@ class Index:
         reply as it streams (its pieces, and how many passages it may cite) and returns
         the text; `searched` hears of each search with what it found. The citations are
         checked against the passages of the last search (the one answered from)."""
-        check_length(question)
+        check_question(question)
         found: list[retriever.Hit] = []
         ranked_by = ["hybrid"]
         reranker = rerank.from_settings(self.settings, self.chat)

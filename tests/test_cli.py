@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -376,6 +377,10 @@ def test_mostly_chinese_notes_need_no_hint_when_the_multilingual_model_is_instal
         (("ask", "q", "--heading-level", "9"), "error: --heading-level 9: give 1 to 4"),
         (("search", "q", "--heading-level", "0"), "error: --heading-level 0: give 1 to 4"),
         (("eval", "q.jsonl", "-k", "0"), "error: -k 0: rank between 1 and 100 files"),
+        # bytes that are not UTF-8 reach Python as lone surrogates, which no model reads
+        (("ask", os.fsdecode(b"what is \xff\xfe?")), "error: the question holds bytes that "),
+        (("search", os.fsdecode(b"caf\xe9")), "error: the query holds bytes that are not "),
+        (("ask", "q" * 4001), "error: the question is 4,001 characters long; the most is"),
     ],
 )
 def test_bad_arguments_are_one_line_before_anything_is_indexed(

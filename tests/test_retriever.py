@@ -760,6 +760,15 @@ def test_a_longer_query_is_one_clear_refusal(english, mode) -> None:
         english.search("lorem ipsum " * 833 + "abcd", 5, mode=mode)
 
 
+def test_a_query_with_bytes_that_are_not_utf8_is_one_clear_refusal(english) -> None:
+    """The command line hands undecodable bytes on as lone surrogates; the embedder's
+    tokenizer crashed on them. Every interface's question passes this gate."""
+    with pytest.raises(AskmdError, match=r"^the query holds bytes that are not UTF-8 text"):
+        english.search("what is \udcff\udcfe?", 5)
+    with pytest.raises(AskmdError, match=r"^the question holds bytes that are not UTF-8"):
+        english.ask("caf\udce9 hours", [], 5)
+
+
 def test_a_chinese_query_of_the_longest_allowed_length_works(mixed) -> None:
     query = ("每天凌晨两点执行数据库备份" * 800)[:MAX_QUESTION_CHARS]
     for mode in MODES:

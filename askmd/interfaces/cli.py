@@ -121,6 +121,7 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     """Sync, then show the chunks nearest to a query."""
     if not args.query.strip():  # as `ask` and the API say: an empty query finds nothing
         raise AskmdError('the query is empty: python rag.py search "metrics port"')
+    pipeline.check_question(args.query, "the query")  # before any indexing, as below
     filters = _filters(args)  # a bad filter is reported before any indexing
     index = Index(settings)
     with _kept_on_ctrl_c(index):
@@ -154,6 +155,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     """Sync, then answer one question with cited sources."""
     if not args.question.strip():
         raise AskmdError('the question is empty: python rag.py ask "what port does the API use?"')
+    pipeline.check_question(args.question)
     filters = _filters(args)
     if args.save:
         from askmd.answer import saving
