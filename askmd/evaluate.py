@@ -205,6 +205,7 @@ class Asked:
     top_chunk_chars: int
     ms: float
     unmentioned: list[str] = field(default_factory=list)  # names the notes never mention
+    lacking: list[str] = field(default_factory=list)  # kinds of value no close sentence gives
 
     def to_json(self) -> dict:
         return {
@@ -219,6 +220,7 @@ class Asked:
             "top_chunk_chars": self.top_chunk_chars,
             "ms": round(self.ms, 1),
             "unmentioned": self.unmentioned,
+            "lacking": self.lacking,
         }
 
 
@@ -281,6 +283,7 @@ def evaluate_answers(queries: list[Query], ask: Callable[[str], Answer]) -> Answ
                 len(top),
                 ms,
                 list(result.unmentioned),
+                list(result.lacking),
             )
         )
     return report

@@ -36,8 +36,10 @@ POOL = 100  # candidates taken of each retriever when rules are scored offline
 ANSWER_SETS = (  # (file in bench/answers, knowledge folder under the data folder)
     ("obsidian-en.jsonl", "obsidian-dev-docs/en"),
     ("obsidian-zh.jsonl", "obsidian-dev-docs/en"),
+    ("obsidian-en-typed.jsonl", "obsidian-dev-docs/en"),
     ("obsidian-unanswerable.jsonl", "obsidian-dev-docs/en"),
     ("tldr-zh.jsonl", "tldr/pages.zh"),
+    ("tldr-zh-typed.jsonl", "tldr/pages.zh"),
     ("tldr-zh-unanswerable.jsonl", "tldr/pages.zh"),
 )
 ZH_SETS = (

@@ -171,6 +171,7 @@ ASK_JSON_FIELDS = [
     "unsupported_citations",
     "dates",
     "unmentioned",
+    "lacking",
 ]
 
 

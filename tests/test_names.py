@@ -22,6 +22,8 @@ from tests.conftest import synced_index
         ("what is snake_case and where is config.yaml", ["snake_case", "config.yaml"]),
         ("hyperfine 的 --warmup 参数有什么用？", ["hyperfine", "--warmup"]),
         ("lazygit 里怎么一次暂存所有改动？", ["lazygit"]),
+        # a file extension written with its dot names a format
+        ("how do I export the whole vault to a .docx file", [".docx"]),
         # not names: the first word of a sentence, "I", common words, hyphenated words
         ("Backups run at night. When do they run?", []),
         ("How can I see console output while my add-on runs on a phone", []),

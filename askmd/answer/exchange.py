@@ -15,6 +15,7 @@ from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from askmd.answer import answer_kinds
 from askmd.answer.citations import CITATION, check_citations
 from askmd.answer.extractive import NOTHING_FOUND, extractive
 from askmd.answer.followup import resolve
@@ -37,6 +38,8 @@ DECLINED = "Your notes don't seem to answer this."
 DECLINED_ZH = "你的笔记里似乎没有这个问题的答案。"
 NEVER_MENTIONED = " They never mention {}."
 NEVER_MENTIONED_ZH = "笔记里没有提到{}。"
+GIVE_NO = " The closest passages give no {}."
+GIVE_NO_ZH = "最接近的段落里没有给出{}。"
 NEAREST = 3  # passages shown as pointers under a declined answer
 
 
@@ -96,10 +99,11 @@ def ask(
     if verdict is not None:
         result.confidence = verdict.confidence
         result.unmentioned = verdict.unmentioned
+        result.lacking = verdict.lacking
     if not hits:
         result.text, result.answered = NOTHING_FOUND, False
     elif verdict is not None and not verdict.answered:
-        decline(result, unmentioned=verdict.unmentioned)
+        decline(result, unmentioned=verdict.unmentioned, lacking=verdict.lacking)
     elif chat is not None:
         try:
             _generate(result, chat, show)
@@ -147,15 +151,25 @@ def _generate(result: Answer, chat: Chat, show: Callable | None) -> None:
     result.references = references(checked.text, checked.cited, result.hits)
 
 
-def decline(result: Answer, keep_text: bool = False, unmentioned: Sequence[str] = ()) -> None:
+def decline(
+    result: Answer,
+    keep_text: bool = False,
+    unmentioned: Sequence[str] = (),
+    lacking: Sequence[str] = (),
+) -> None:
     """The notes do not answer: say so (or keep the model's own words saying it), cite
     nothing, and point at the nearest passages instead. Names the question asks about
     that the notes never mention are named: they are why, and the user may know them by
-    another name the notes use."""
+    another name the notes use. Else the kind of value asked for that the closest
+    passages do not give is named ("…give no price")."""
     if not keep_text:
-        result.text = DECLINED_ZH if has_cjk(result.question) else DECLINED
+        cjk = has_cjk(result.question)
+        result.text = DECLINED_ZH if cjk else DECLINED
         if unmentioned:
-            result.text += never_mentioned(unmentioned, has_cjk(result.question))
+            result.text += never_mentioned(unmentioned, cjk)
+        elif lacking:
+            said = answer_kinds.described(list(lacking), cjk)
+            result.text += (GIVE_NO_ZH if cjk else GIVE_NO).format(said)
     result.answered = False
     result.citations, result.references, result.unsupported_citations = [], [], []
     result.nearest = result.hits[:NEAREST]

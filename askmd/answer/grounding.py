@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from askmd.answer import names
+from askmd.answer import answer_kinds, names
 from askmd.index import embedding_models as models
 from askmd.search.query_translation import english_terms
 from askmd.terms import cjk_share, content_terms, has_cjk
@@ -74,6 +74,18 @@ UNMENTIONED = 0.4
 # questions declined 0.29 -> 0.56, answerable ones unchanged; SciFact claims, which name
 # things from their papers' full text that the abstracts never mention, 0.013 -> 0.14.
 RESTATES = 0.3
+# The same holds for a question that asks for a kind of value (a date, a price, a
+# shortcut: answer_kinds.py) that none of the sentences this close to the best one
+# gives. Measured on the answer sets and CMRC (BENCHMARKS.md, "Declining"): closer, it
+# declined answerable how-to questions whose answering sentence ranked a little lower
+# ("how many times does each line occur?": `uniq -c`); farther, fewer near-topic ones.
+CLOSE = 0.15
+# ... unless a sentence comes this far above the line. The patterns do not see every way
+# of writing a value (a version alone on a line under a generated API page's heading,
+# "pressing and holding Ctrl" ranked just outside CLOSE): the answerable questions
+# declined so came 0.28 and 0.30 above the line, the near-topic questions the kinds
+# decline at most 0.23 ("When is Obsidian 2.0 coming out?").
+KIND_RESTATES = 0.25
 # How much the coverage of the question's rarer words lifts a confidence below 1: an
 # identifier or name the model reads poorly, found word for word.
 COVERAGE_WEIGHT = 0.3
@@ -119,6 +131,9 @@ class Verdict:
     sentences: dict[str, float] = field(default_factory=dict)
     # the names the question asks about that the notes never mention (names.py)
     unmentioned: list[str] = field(default_factory=list)
+    # the kinds of value the question asks for that no close sentence gives
+    # (answer_kinds.py): "date", "price", "shortcut", "person", "number"
+    lacking: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {
@@ -128,6 +143,7 @@ class Verdict:
             "coverage": round(self.coverage, 3),
             "model": self.model,
             "unmentioned": self.unmentioned,
+            "lacking": self.lacking,
         }
 
 
@@ -205,7 +221,10 @@ class Grounding:
         coverage = max(self.coverage(question, hit) for hit in top)
         confidence = combined(similarity, coverage, calibration)
         missing = names.unmentioned(question, self.mentioned) if self.mentioned else []
-        if missing and similarity < calibration.line + RESTATES:
+        close = [s for s, v in by_sentence.items() if v >= similarity - CLOSE]
+        lacking = answer_kinds.lacking(question, [*close, *_introduced(close, top)])
+        above = similarity - calibration.line
+        if missing and above < RESTATES or lacking and above < KIND_RESTATES:
             confidence *= UNMENTIONED
         return Verdict(
             confidence >= self.min_confidence,
@@ -215,6 +234,7 @@ class Grounding:
             model.id,
             by_sentence,
             missing,
+            lacking,
         )
 
     def coverage(self, question: str, hit: Hit) -> float:
@@ -307,6 +327,26 @@ def _share(wanted: list[str], held: set[str], idf: dict[str, float]) -> float:
     unique = set(wanted)
     total = sum(idf.get(t, 0.0) for t in unique)
     return sum(idf.get(t, 0.0) for t in unique if t in held) / total if total else 0.0
+
+
+def _introduced(sentences: Sequence[str], hits: Sequence[Hit]) -> list[str]:
+    """What each sentence ending in a colon introduces: the block after it in its passage
+    ("Quit picocom:" then `<Ctrl a><Ctrl x>`), where a value such as a key or a command
+    sits on a line the sentence splitter does not keep as a sentence."""
+    found = []
+    for sentence in sentences:
+        if not sentence.rstrip().endswith((":", "：")):
+            continue
+        for hit in hits:
+            at = hit.text.find(sentence)
+            if at >= 0:
+                after = hit.text[at + len(sentence) :].lstrip()
+                found.append(after.split("\n\n", 1)[0][:INTRODUCED_CHARS])
+                break
+    return found
+
+
+INTRODUCED_CHARS = 200
 
 
 def _headed(hit: Hit) -> str:

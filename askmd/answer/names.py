@@ -9,6 +9,7 @@ does tell them apart. Only what is written as a name counts:
 - a word with a capital letter inside it (`MySQL`, `iPhone`) or in capitals (`GPU`);
 - a capitalised word that does not start a sentence (`Logseq`, `Outlook`);
 - a word with a digit (`k9s`), an inner `_`, `.` or `/`, or a leading `--` (a flag);
+- a file extension written with its dot (`.docx`, `.epub`): a format;
 - anything in backticks;
 - any Latin word in a Chinese or Japanese question (`lazygit 里怎么…`).
 
@@ -29,9 +30,11 @@ from askmd.terms import STOPWORDS, cjk_share, terms
 CJK_QUESTION = 0.3  # the share of CJK letters that makes a question Chinese or Japanese
 SHORTEST = 3  # letters; shorter names (`C`, `Go`, `UI`) are too often part of other words
 
-_WORD = re.compile(r"`[^`\n]+`|(?:(?<![\w-])--?)?[A-Za-z][A-Za-z0-9]*(?:[_./+#-][A-Za-z0-9]+)*\+*")
+_WORD = re.compile(
+    r"`[^`\n]+`|(?:(?<![\w-])--?|(?<![\w.])\.)?[A-Za-z][A-Za-z0-9]*(?:[_./+#-][A-Za-z0-9]+)*\+*"
+)
 _INNER_CAPITAL = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}")
-_IDENTIFIER = re.compile(r"\d|[A-Za-z0-9][_./][A-Za-z0-9]|^--?[A-Za-z]")
+_IDENTIFIER = re.compile(r"\d|[A-Za-z0-9][_./][A-Za-z0-9]|^--?[A-Za-z]|^\.[A-Za-z]")
 _SENTENCE_END = ".!?:;。！？：；\n"  # what a word after it starts (quotes and brackets between)
 # Words a question capitalises without naming anything.
 _NOT_NAMES = frozenset(

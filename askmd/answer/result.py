@@ -87,6 +87,9 @@ class Answer:
     # The names the question asks about that the notes never mention (answer/names.py):
     # why it was declined, when that is why.
     unmentioned: list[str] = field(default_factory=list)
+    # The kinds of value the question asks for (a date, a price…: answer/answer_kinds.py)
+    # that none of the closest sentences gives.
+    lacking: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {
@@ -108,4 +111,5 @@ class Answer:
             "unsupported_citations": self.unsupported_citations,
             "dates": self.dates,
             "unmentioned": self.unmentioned,
+            "lacking": self.lacking,
         }

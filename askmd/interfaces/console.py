@@ -370,6 +370,8 @@ def show_verdict(verdict) -> None:
     if verdict.unmentioned:
         named = ", ".join(verdict.unmentioned)
         out.print(f"[dim]the notes never mention: {escape(named)}[/]")
+    if verdict.lacking:
+        out.print(f"[dim]asks for {' and '.join(verdict.lacking)}; no close sentence gives one[/]")
 
 
 def show_eval(report, verbose: bool = False) -> None:
@@ -419,11 +421,13 @@ def show_answers_eval(report, verbose: bool = False) -> None:
             said = "answered" if a["answered"] else "declined"
             wrong = a["answered"] == a["unanswerable"]
             names = ", ".join(a["unmentioned"])
+            kinds = ", ".join(a["lacking"])
             out.print(
                 f"{'[yellow]' if wrong else ''}{escape(clean(a['id']))}: {said}"
                 f"{'[/]' if wrong else ''} (confidence {_figure(a['confidence'])}"
                 f", gold recall {_figure(a['gold_recall'])}"
-                f"{', never mentioned: ' + escape(names) if names else ''})",
+                f"{', never mentioned: ' + escape(names) if names else ''}"
+                f"{', no close sentence gives: ' + kinds if kinds else ''})",
                 soft_wrap=True,
             )
 
@@ -682,6 +686,11 @@ def show_answer(answer: Answer, hint: bool = True) -> None:
     if answer.unmentioned:
         named = " or ".join(f"“{n}”" for n in answer.unmentioned)
         warning(f"your notes never mention {named}: check that the answer is about it")
+    if answer.lacking:
+        from askmd.answer.answer_kinds import described
+
+        asked = described(answer.lacking, cjk=False)
+        warning(f"the closest passages give no {asked}: check that the answer says it")
     if answer.mode == "llm" and answer.hits and not answer.citations:
         warning("the answer cites none of the sources; check it against them (/sources)")
     if answer.unsupported_citations:

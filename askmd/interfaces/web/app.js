@@ -184,6 +184,9 @@ function showDone(turn, result) {
   if (result.answered !== false && result.unmentioned && result.unmentioned.length) {
     notes.push(`Your notes never mention ${result.unmentioned.map((n) => `“${n}”`).join(" or ")}: check that the answer is about it.`);
   }
+  if (result.answered !== false && result.lacking && result.lacking.length) {
+    notes.push(`The closest passages give no ${result.lacking.map(kindLabel).join(" or ")}: check that the answer says it.`);
+  }
   if (result.invalid_citations.length) {
     notes.push(`The answer cited ${result.invalid_citations.map((n) => `[${n}]`).join(", ")}, which matched no source; removed.`);
   }
@@ -200,6 +203,19 @@ function showDone(turn, result) {
 }
 
 // A declined answer points at the closest passages, as places to look, not as citations.
+// The kinds of value a question may ask for (answer/answer_kinds.py), as the page says them.
+const KIND_LABELS = {
+  price: "price",
+  date: "date",
+  shortcut: "keyboard shortcut",
+  person: "name of a person or organisation",
+  number: "number",
+};
+
+function kindLabel(kind) {
+  return KIND_LABELS[kind] || kind;
+}
+
 function showNearest(turn, result) {
   const nearest = result.answered === false ? result.nearest || [] : [];
   let box = turn.node.querySelector(".nearest");

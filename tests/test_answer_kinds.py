@@ -1,0 +1,183 @@
+"""answer_kinds.py: a question that asks for a kind of value (a price, a date, a key…)
+is not answered by passages that give none, however close they come in meaning. The
+end-to-end cases use a real index and the real local models."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from askmd.answer import answer_kinds
+from askmd.answer.exchange import DECLINED, DECLINED_ZH
+from tests.conftest import ROOT, clean_env, synced_index, write_notes
+
+
+@pytest.mark.parametrize(
+    ("question", "kinds"),
+    [
+        ("How much does Obsidian Sync cost per month?", ["price"]),
+        ("What's the price of a commercial licence?", ["price"]),
+        ("Obsidian 同步服务一年要多少钱？", ["price"]),
+        ("When is version 2.0 coming out?", ["date"]),
+        ("When was the removeCommand method added?", ["date"]),
+        ("Which version added canvas files?", ["date"]),
+        ("Linus 是哪一年发布第一版内核的？", ["date"]),
+        ("这个接口什么时候被弃用的？", ["date"]),
+        ("What's the keyboard shortcut for the graph view?", ["shortcut"]),
+        ("在 tmux 里离开会话按哪个键？", ["shortcut"]),
+        ("Who created the C programming language?", ["person"]),
+        ("Obsidian 是哪家公司开发的？", ["person"]),
+        ("How many plugins can a vault hold?", ["number"]),
+        ("What is the maximum file size for an attachment?", ["number"]),
+        ("默认端口是多少？", ["number"]),
+        ("Who founded Obsidian, and when was the company founded?", ["date", "person"]),
+        # conditions, audiences and ways of doing things ask for no value
+        ("When does onload run?", []),
+        ("When should I add a settings tab?", []),
+        ("Who can see my published notes?", []),
+        ("How do I sync my vault to another device?", []),
+        ("插件什么时候加载？", []),
+        ("", []),
+    ],
+)
+def test_the_kinds_a_question_asks_for(question: str, kinds: list[str]) -> None:
+    assert sorted(k.name for k in answer_kinds.asked(question)) == sorted(kinds)
+
+
+def test_what_gives_a_value_of_each_kind() -> None:
+    def lacking(question: str, *sentences: str) -> list[str]:
+        return answer_kinds.lacking(question, sentences)
+
+    assert lacking("How much does Publish cost?", "Publish costs $8 per month.") == []
+    assert lacking("How much does Publish cost?", "Publish hosts your notes.") == ["price"]
+    assert lacking("Which version added canvas?", "Canvas came in v1.1.0.") == []
+    assert lacking("退出 picocom 按什么键？", "`<Ctrl a><Ctrl x>`") == []
+    assert lacking("What's the shortcut for search?", "Press Ctrl+Shift+F.") == []
+    assert lacking("What's the shortcut for search?", "Search finds text.") == ["shortcut"]
+    assert lacking("How many backups are kept?", "Old backups stay on disk.") == ["number"]
+    assert lacking("How many backups are kept?", "The last 30 backups are kept.") == []
+    assert lacking("How many backups are kept?", "Thirty backups are kept.") == []
+    # a value made of the question's own words is no answer to it
+    assert lacking("When is Obsidian 2.0 coming out?", "Obsidian 2.0 is big.") == ["date"]
+    assert lacking("Who founded Obsidian?", "Obsidian Sync keeps vaults alike.") == ["person"]
+    assert lacking("Who founded Obsidian?", "Obsidian was founded by Shida Li.") == []
+    # Chinese names cannot be told from other words: a Chinese sentence may give one
+    assert lacking("红楼梦的作者是谁？", "作者是曹雪芹。") == []
+
+
+def test_the_kinds_are_named_in_the_question_language() -> None:
+    assert answer_kinds.described(["price"], cjk=False) == "price"
+    assert answer_kinds.described(["date", "person"], cjk=False) == (
+        "date or name of a person or organisation"
+    )
+    assert answer_kinds.described(["price", "date"], cjk=True) == "价格或日期"
+
+
+NOTES = {
+    "sync.md": (
+        "# Sync\n\nSync keeps a vault the same on every device. Turn it on in Settings, "
+        "choose a remote vault and sign in with your account. Conflicts are merged line "
+        "by line.\n"
+    ),
+    "coffee.md": (
+        "# Coffee\n\nThe roastery by the station sells single-origin beans. A bag of "
+        "beans costs $14 and lasts about two weeks.\n"
+    ),
+    "备份.md": ("# 备份\n\n每天晚上自动把笔记库备份到外接硬盘，保留最近三十份备份。\n"),
+    "工具/tmux.md": (
+        "# tmux\n\n> 终端复用器。\n\n- 新建一个会话：\n\n`tmux new`\n\n"
+        "- 离开当前会话，会话仍在后台运行：\n\n`<Ctrl b><d>`\n"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory):
+    return synced_index(tmp_path_factory.mktemp("kinds"), NOTES)
+
+
+def test_a_question_for_a_price_the_notes_never_give_is_declined_and_says_so(index) -> None:
+    """Without the check this question is answered from the Sync note, which is about
+    the Sync it asks of and says nothing of what it costs."""
+    result = index.ask("How much does Sync cost per month?", [], 5)
+
+    assert result.answered is False
+    assert result.text == DECLINED + " The closest passages give no price."
+    assert result.lacking == ["price"]
+    assert result.to_json()["lacking"] == ["price"]
+    assert result.citations == [] and result.nearest
+    assert result.nearest[0].source == "sync.md"
+
+
+def test_a_chinese_question_for_a_price_is_declined_in_chinese(index) -> None:
+    result = index.ask("买一块外接硬盘要多少钱？", [], 5)
+
+    assert result.answered is False
+    assert result.text == DECLINED_ZH + "最接近的段落里没有给出价格。"
+    assert result.lacking == ["price"]
+
+
+def test_questions_whose_value_the_notes_give_are_answered(index) -> None:
+    price = index.ask("How much does a bag of coffee beans cost?", [], 5)
+    count = index.ask("备份会保留多少份？", [], 5)
+
+    assert price.answered is True and price.lacking == []
+    assert price.references[0].source == "coffee.md"
+    assert count.answered is True and count.lacking == []
+    assert count.references[0].source == "备份.md"
+
+
+def test_a_key_on_the_line_a_colon_introduces_answers(index) -> None:
+    """tldr-style notes give the key on the line after "…:", which is no sentence."""
+    result = index.ask("在 tmux 里离开会话要按什么键？", [], 5)
+
+    assert result.answered is True and result.lacking == []
+    assert result.references[0].source == "工具/tmux.md"
+
+
+def test_ask_json_the_warning_and_debug_say_what_kind_is_missing(tmp_path) -> None:
+    kb = write_notes(tmp_path / "kb", NOTES)
+    where = ["--knowledge", str(kb), "--index-dir", str(tmp_path / "ix")]
+
+    def rag(*args: str, stdin: str | None = None, **env: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, str(ROOT / "rag.py"), *where, *args],
+            input=stdin, capture_output=True, text=True, env={**clean_env(), **env},
+            cwd=tmp_path, timeout=120,
+        )  # fmt: skip
+
+    asked = rag("ask", "--json", "How much does Sync cost per month?")
+    assert asked.returncode == 0, asked.stderr
+    found = json.loads(asked.stdout)
+    assert found["answered"] is False and found["citations"] == []
+    assert found["lacking"] == ["price"]
+    assert found["answer"].endswith("The closest passages give no price.")
+
+    # a user who lowers the line gets the answer, and is told what it lacks
+    let_through = rag("ask", "How much does Sync cost per month?", ASKMD_MIN_CONFIDENCE="0.3")
+    assert let_through.returncode == 0, let_through.stderr
+    assert "[1]" in let_through.stdout
+    assert "warning: the closest passages give no price: check that the answer says it" in (
+        let_through.stderr
+    )
+
+    queries = tmp_path / "q.jsonl"
+    lines = [
+        {"id": "u1", "query": "How much does Sync cost per month?", "unanswerable": True},
+        {"id": "a1", "query": "How much does a bag of coffee beans cost?",
+         "answers": ["A bag of beans costs $14"]},
+    ]  # fmt: skip
+    queries.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    evaluated = rag("eval", "--answers", str(queries), "--json")
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert [a["lacking"] for a in json.loads(evaluated.stdout)["asked"]] == [["price"], []]
+    shown = rag("eval", "--answers", str(queries), "--verbose")
+    assert "u1: declined" in shown.stdout and "no close sentence gives: price" in shown.stdout
+
+    repl = rag(stdin="/debug How much does Sync cost per month?\n/quit\n")
+    assert repl.returncode == 0, repl.stderr
+    assert "declines: the notes don't seem to answer this" in repl.stdout
+    assert "asks for price; no close sentence gives one" in repl.stdout
