@@ -222,7 +222,7 @@ class Grounding:
         confidence = combined(similarity, coverage, calibration)
         missing = names.unmentioned(question, self.mentioned) if self.mentioned else []
         close = [s for s, v in by_sentence.items() if v >= similarity - CLOSE]
-        lacking = answer_kinds.lacking(question, [*close, *_introduced(close, top)])
+        lacking = answer_kinds.lacking(question, [*close, *_around(close, top)])
         above = similarity - calibration.line
         if missing and above < RESTATES or lacking and above < KIND_RESTATES:
             confidence *= UNMENTIONED
@@ -329,21 +329,24 @@ def _share(wanted: list[str], held: set[str], idf: dict[str, float]) -> float:
     return sum(idf.get(t, 0.0) for t in unique if t in held) / total if total else 0.0
 
 
-def _introduced(sentences: Sequence[str], hits: Sequence[Hit]) -> list[str]:
-    """What each sentence ending in a colon introduces: the block after it in its passage
-    ("Quit picocom:" then `<Ctrl a><Ctrl x>`), where a value such as a key or a command
-    sits on a line the sentence splitter does not keep as a sentence."""
+def _around(sentences: Sequence[str], hits: Sequence[Hit]) -> list[str]:
+    """What frames each sentence in its passage: the passage's heading chain and file
+    name (a journal's day is its heading: "## 2025-03-08", "Finally bought the bike."),
+    and, for a sentence ending in a colon, the block it introduces ("Quit picocom:" then
+    `<Ctrl a><Ctrl x>`: a key or a command on a line the sentence splitter does not keep
+    as a sentence)."""
     found = []
     for sentence in sentences:
-        if not sentence.rstrip().endswith((":", "：")):
-            continue
         for hit in hits:
             at = hit.text.find(sentence)
-            if at >= 0:
+            if at < 0:
+                continue
+            found += [hit.heading_chain, hit.source]
+            if sentence.rstrip().endswith((":", "：")):
                 after = hit.text[at + len(sentence) :].lstrip()
                 found.append(after.split("\n\n", 1)[0][:INTRODUCED_CHARS])
-                break
-    return found
+            break
+    return list(dict.fromkeys(found))
 
 
 INTRODUCED_CHARS = 200

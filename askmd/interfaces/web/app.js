@@ -208,7 +208,6 @@ const KIND_LABELS = {
   price: "price",
   date: "date",
   shortcut: "keyboard shortcut",
-  person: "name of a person or organisation",
   number: "number",
 };
 
