@@ -63,6 +63,14 @@ def test_what_gives_a_value_of_each_kind() -> None:
     assert lacking("How many backups are kept?", "Thirty backups are kept.") == []
     # a value made of the question's own words is no answer to it
     assert lacking("When is Obsidian 2.0 coming out?", "Obsidian 2.0 is big.") == ["date"]
+    # a version is a date for a question about versions or changes, not for "what year"
+    assert lacking("When was Obsidian first released?", "Obsidian 1.13.0+ only.") == ["date"]
+    assert lacking("Since which version is secretStorage there?", "Since 1.11.4.") == []
+    assert lacking("When was the fileManager property added?", "0.11.0") == []
+    # a figure in a name, a version or a colour is no quantity; an address is a value
+    assert lacking("How many users are there?", "Store it in S3 (LUM-E001).") == ["number"]
+    assert lacking("How many users are there?", "Colour #1e1e1e, version 1.13.0.") == ["number"]
+    assert lacking("路由器的管理地址是多少？", "在浏览器打开 192.168.1.1 登录。") == []
     # words that only look like values
     assert lacking("How much does Sync cost?", "Feel free to open an issue.") == ["price"]
     assert lacking("How much does Sync cost?", "It is 20 GB per user.") == ["price"]

@@ -39,6 +39,17 @@ class Kind:
     gives: re.Pattern[str]
 
 
+# A figure that is a quantity, not part of a name, a version or a colour: "20 GB",
+# "8420", "03:15", "2,000", "3岁"; not "S3", "LUM-E001", "1.13.0", "#1e1e1e", "0x1F".
+_FIGURE = r"(?<![A-Za-z0-9_.#/-])\d[\d,]*(?:\.\d+)?(?![\d.]*\.\d)(?![A-Za-z]*\d)"
+# A version answers "which version" and "when was it added", not "what year".
+_VERSION = r"\bv?\d+\.\d+"
+_ABOUT_VERSIONS = re.compile(
+    r"\b(versions?|since|add|added|introduc\w*|deprecat\w*|remov\w*|changelog)\b"
+    r"|版本|引入|新增|添加|弃用|废弃|移除|支持",
+    re.IGNORECASE,
+)
+
 _EVENT = (  # what happened once, on a date: "when was it released?"
     r"releas|come out|came out|coming out|launch|found|born|die[ds]?\b|introduc|add(ed)?\b|"
     r"publish|announc|ship|expir|deprecat|remov|creat|invent|built|written|establish|first|"
@@ -82,7 +93,7 @@ DATE = Kind(
         r"(?<!\d)(1[5-9]\d\d|20\d\d)(?!\d)|\d{4}-\d\d|\d{1,2}/\d{1,2}/\d{2,4}"
         r"|\b(January|February|March|April|May|June|July|August|September|October|November"
         r"|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\b"
-        r"|\bv?\d+\.\d+|(?i:\b(century|decade|quarter|spring|summer|autumn|winter|yesterday"
+        r"|(?i:\b(century|decade|quarter|spring|summer|autumn|winter|yesterday"
         r"|today|tomorrow|ago)\b)"
         r"|\d+\s*[年月日号]|[一二三四五六七八九十〇零两]{2,}年|[一二三四五六七八九十]{1,2}月"
         r"|世纪|年代|时代|时期|年间|季度|[春夏秋冬][天季节]|[一-鿿]朝(?![向着])",
@@ -121,13 +132,16 @@ NUMBER = Kind(
         re.IGNORECASE,
     ),
     re.compile(
-        r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty"
-        r"|forty|fifty|hundred|thousand|million|billion|dozen|once|twice|single|double|half"
-        r"|unlimited|no limit|several|few|many|all|none|count|counts|counting|number of)\b"
+        rf"{_FIGURE}|\b\d{{1,3}}(\.\d{{1,3}}){{3}}\b|\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty"
+        r"|thirty|forty|fifty|hundred|thousand|million|billion|dozen|once|twice|single|double"
+        r"|half|unlimited|no limit|several|few|many|count|counts|counting|number of)\b"
         r"|[一二两三四五六七八九十百千万亿半]|次数|数量|个数|计数|统计",
         re.IGNORECASE,
     ),
 )
+
+# "date" for a question about versions or changes: a version number gives one too.
+VERSIONED_DATE = Kind("date", DATE.asks, re.compile(f"{_VERSION}|{DATE.gives.pattern}"))
 
 QUESTION_CHARS = 300
 # In this order: a price is also "how much", so a question that asks one asks no number.
@@ -156,6 +170,8 @@ def asked(question: str) -> list[Kind]:
     found = [kind for kind in KINDS if kind.asks.search(question)]
     if PRICE in found and NUMBER in found:
         found.remove(NUMBER)
+    if DATE in found and _ABOUT_VERSIONS.search(question):
+        found[found.index(DATE)] = VERSIONED_DATE
     return found
 
 
