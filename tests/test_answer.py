@@ -350,11 +350,13 @@ def _quoted(text: str) -> list[tuple[str, bool, int]]:
 
 
 def _check_shape(text: str, refs: list[Reference], hits: list[Hit]) -> None:
+    from askmd.answer.extractive import MORE_SENTENCES, PER_PASSAGE
+
     quoted = _quoted(text)
-    assert 1 <= len(quoted) <= 3
+    assert 1 <= len(quoted) <= 3 + MORE_SENTENCES
     for quote, _, n in quoted:
         assert quote in hits[n - 1].text
-        assert sum(1 for _, _, m in quoted if m == n) <= 2
+        assert sum(1 for _, _, m in quoted if m == n) <= PER_PASSAGE
     assert [r.n for r in refs] == list(dict.fromkeys(n for _, _, n in quoted))
     for ref in refs:
         assert ref.text == next(q for q, _, n in quoted if n == ref.n)
@@ -384,17 +386,33 @@ def test_extractive_matching_sentence_beats_unrelated_one() -> None:
     _check_shape(text, refs, hits)
 
 
-def test_extractive_at_most_three_lines_two_per_hit() -> None:
-    hits = [
+def test_extractive_quotes_three_sentences_or_up_to_five_short_ones() -> None:
+    port = [
         hit(1, "Port 1 is used. Port 2 is used. Port 3 is used. Port 4 is used."),
         hit(2, "Port 5 is used. Port 6 is used."),
     ]
-    text, refs = extractive("port used", hits)
+    text, refs = extractive("port used", port)
     # Equal matches: earlier sentences chosen first, a passage's first sentence before
-    # another's second; shown by passage, as written.
-    assert text == "- Port 1 is used. [1]\n- Port 2 is used. [1]\n- Port 5 is used. [2]"
+    # another's second, three at most from one passage; shown by passage, as written.
+    # Short sentences say less each: five of them fit in SHORT_QUOTE.
+    assert text.splitlines() == [
+        "- Port 1 is used. [1]",
+        "- Port 2 is used. [1]",
+        "- Port 3 is used. [1]",
+        "- Port 5 is used. [2]",
+        "- Port 6 is used. [2]",
+    ]
     assert [r.n for r in refs] == [1, 2]
-    _check_shape(text, refs, hits)
+    _check_shape(text, refs, port)
+
+    long = " ".join(
+        f"Port {n} is used by the reporting service, which exports the nightly figures "
+        f"for the finance team."
+        for n in range(1, 5)
+    )
+    text, refs = extractive("port used", [hit(1, long), hit(2, long.replace("Port", "port"))])
+    assert len(text.splitlines()) == 3  # three long sentences already say enough
+    _check_shape(text, refs, [hit(1, long), hit(2, long.replace("Port", "port"))])
 
 
 def test_extractive_skips_a_sentence_already_quoted() -> None:
