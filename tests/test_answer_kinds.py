@@ -61,6 +61,10 @@ def test_what_gives_a_value_of_each_kind() -> None:
     assert lacking("How many backups are kept?", "Old backups stay on disk.") == ["number"]
     assert lacking("How many backups are kept?", "The last 30 backups are kept.") == []
     assert lacking("How many backups are kept?", "Thirty backups are kept.") == []
+    # how often and how long are answered by a frequency or a span as well as a figure
+    assert lacking("How often to feed the starter?", "Feed the starter daily.") == []
+    assert lacking("How long are snapshots kept?", "Snapshots are kept for a week.") == []
+    assert lacking("猫粮多久买一次？", "每月买一袋猫粮。") == []
     # a value made of the question's own words is no answer to it
     assert lacking("When is Obsidian 2.0 coming out?", "Obsidian 2.0 is big.") == ["date"]
     # a version is a date for a question about versions or changes, not for "what year"

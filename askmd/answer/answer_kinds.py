@@ -134,8 +134,11 @@ NUMBER = Kind(
     re.compile(
         rf"{_FIGURE}|\b\d{{1,3}}(\.\d{{1,3}}){{3}}\b|\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty"
         r"|thirty|forty|fifty|hundred|thousand|million|billion|dozen|once|twice|single|double"
-        r"|half|unlimited|no limit|several|few|many|count|counts|counting|number of)\b"
-        r"|[一二两三四五六七八九十百千万亿半]|次数|数量|个数|计数|统计",
+        r"|half|unlimited|no limit|several|few|many|count|counts|counting|number of"
+        # how often, how long: "daily", "every week", "for a while"
+        r"|daily|weekly|monthly|yearly|annually|hourly|nightly|every|always|never|while"
+        r"|seconds?|minutes?|hours?|days?|weeks?|months?|years?)\b"
+        r"|[一二两三四五六七八九十百千万亿半]|次数|数量|个数|计数|统计|每[天日周月年晚时]",
         re.IGNORECASE,
     ),
 )
