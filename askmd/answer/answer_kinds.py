@@ -11,11 +11,13 @@ question answering, kept to kinds a pattern can see in English and Chinese text:
 - a price: "how much does … cost", 多少钱; given by a currency with a figure, or "for
   free";
 - a date: "what year", "when was … released", 哪一年, 什么时候发布; given by a year, a
-  month, a date, a version or a period (世纪, 时期), in a sentence or in the heading or
-  file name of its passage (a journal's day);
+  month, a date or a period (世纪, 时期), in a sentence or in the heading or file name
+  of its passage (a journal's day), and by a version to a question about versions or
+  changes ("since which version", "when was it added");
 - a keyboard shortcut: "shortcut", "hotkey", 快捷键; given by a modifier key (Ctrl, ⌘),
   a function key or a key in angle brackets (`<Ctrl b>`);
-- a number: "how many", "how long", 多少, 几个; given by a figure or a number word.
+- a number: "how many", "how long", 多少, 几个; given by a figure that stands alone (not
+  the digits of `S3` or `1.13.0`), a number word, or a frequency or span ("daily").
 
 Questions about conditions ("When does onload run?") ask for no kind: "when" counts with
 the verbs that make it ask for a date. Who made something is not a kind: notes name
@@ -192,8 +194,7 @@ def lacking(question: str, sentences: Iterable[str]) -> list[str]:
 
 def gives(kind: Kind, sentence: str, echoed: set[str] = frozenset()) -> bool:
     """Whether a sentence gives a value of this kind. A value made of the question's own
-    words (`echoed`) does not count: "Obsidian Community" does not say who founded
-    Obsidian, nor does "2.0" say when 2.0 comes out."""
+    words (`echoed`) does not count: "2.0" does not say when 2.0 comes out."""
     return any(
         not set(_WORDS.findall(found.group().lower())) & echoed
         for found in kind.gives.finditer(sentence)

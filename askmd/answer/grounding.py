@@ -14,8 +14,9 @@ It only reads: the embedder and the keyword statistics it is given. It never pri
 from __future__ import annotations
 
 import functools
+import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -136,7 +137,7 @@ class Verdict:
     # the names the question asks about that the notes never mention (names.py)
     unmentioned: list[str] = field(default_factory=list)
     # the kinds of value the question asks for that no close sentence gives
-    # (answer_kinds.py): "date", "price", "shortcut", "person", "number"
+    # (answer_kinds.py): "price", "date", "shortcut", "number"
     lacking: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
@@ -226,7 +227,8 @@ class Grounding:
         confidence = combined(similarity, coverage, calibration)
         missing = names.unmentioned(question, self.mentioned) if self.mentioned else []
         close = [s for s, v in by_sentence.items() if v >= similarity - CLOSE]
-        lacking = answer_kinds.lacking(question, [*close, *_around(close, top)])
+        # the frames are only looked up for a question that asks for a kind
+        lacking = answer_kinds.lacking(question, itertools.chain(close, _around(close, top)))
         above = similarity - calibration.line
         if missing and above < RESTATES or lacking and above < KIND_RESTATES:
             confidence *= UNMENTIONED
@@ -333,24 +335,22 @@ def _share(wanted: list[str], held: set[str], idf: dict[str, float]) -> float:
     return sum(idf.get(t, 0.0) for t in unique if t in held) / total if total else 0.0
 
 
-def _around(sentences: Sequence[str], hits: Sequence[Hit]) -> list[str]:
+def _around(sentences: Sequence[str], hits: Sequence[Hit]) -> Iterator[str]:
     """What frames each sentence in its passage: the passage's heading chain and file
     name (a journal's day is its heading: "## 2025-03-08", "Finally bought the bike."),
     and, for a sentence ending in a colon, the block it introduces ("Quit picocom:" then
     `<Ctrl a><Ctrl x>`: a key or a command on a line the sentence splitter does not keep
     as a sentence)."""
-    found = []
     for sentence in sentences:
         for hit in hits:
             at = hit.text.find(sentence)
             if at < 0:
                 continue
-            found += [hit.heading_chain, hit.source]
+            yield from (hit.heading_chain, hit.source)
             if sentence.rstrip().endswith((":", "：")):
                 after = hit.text[at + len(sentence) :].lstrip()
-                found.append(after.split("\n\n", 1)[0][:INTRODUCED_CHARS])
+                yield after.split("\n\n", 1)[0][:INTRODUCED_CHARS]
             break
-    return list(dict.fromkeys(found))
 
 
 INTRODUCED_CHARS = 200
