@@ -33,8 +33,11 @@ from tests.conftest import synced_index
         # Title Case capitalises every word: none of them is a name for that
         ("How Do I Hide The Properties Panel", []),
         ("How Do I Hide The Properties Panel In Obsidian 2", []),
-        # a Chinese name cannot be told from the words around it
+        # a Chinese name cannot be told from the words around it, unless title marks
+        # set it apart
         ("怎么把笔记同步到百度网盘？", []),
+        ("《红楼梦》的作者是谁？", ["红楼梦"]),
+        ("〈出师表〉和《三体》", ["出师表", "三体"]),
         ("", []),
         ("?!", []),
     ],
@@ -59,6 +62,18 @@ def test_a_name_is_mentioned_whole_as_a_prefix_or_by_all_of_its_parts() -> None:
     assert names.unmentioned("Do I need MySQL or Python?", mentioned) == ["MySQL"]
     # names too short to look up say nothing: C, Go
     assert names.unmentioned("Who wrote C and Go?", mentioned) == []
+
+
+def test_a_chinese_title_is_mentioned_when_the_notes_hold_each_of_its_pairs() -> None:
+    held = {"红楼", "楼梦", "三体"}  # the keyword index keeps Chinese as pairs of characters
+
+    def mentioned(terms: list[str]) -> set[str]:
+        return {t for t in terms if t in held}
+
+    assert names.unmentioned("《红楼梦》的作者是谁？", mentioned) == []
+    assert names.unmentioned("《三体》讲了什么？", mentioned) == []
+    assert names.unmentioned("《水浒传》讲了什么？", mentioned) == ["水浒传"]
+    assert names.unmentioned("《楼梦红》讲了什么？", mentioned) == ["楼梦红"]
 
 
 NOTES = {
@@ -89,6 +104,9 @@ NOTES = {
     ),
     "工具/tmux.md": (
         "# tmux 会话\n\n用 `tmux new -s 名字` 新建会话，按前缀键加 d 离开会话，会话仍在后台运行。\n"
+    ),
+    "读书/红楼梦.md": (
+        "# 读书笔记\n\n《红楼梦》是曹雪芹写的长篇小说，前八十回由他写成，后四十回一般认为是高鹗续写的。\n"
     ),
 }
 
@@ -126,6 +144,18 @@ def test_a_chinese_question_about_a_tool_the_notes_never_name_is_declined_in_chi
     assert result.answered is False
     assert result.text == DECLINED_ZH + "笔记里没有提到“lazygit”。"
     assert result.unmentioned == ["lazygit"]
+
+
+def test_a_question_about_a_book_the_notes_never_name_is_declined(index) -> None:
+    """Without title marks read as a name, "《三体》的作者是谁？" is answered from the note
+    about another novel's author."""
+    other = index.ask("《三体》的作者是谁？", [], 5)
+    assert other.answered is False
+    assert other.text == DECLINED_ZH + "笔记里没有提到“三体”。"
+
+    same = index.ask("《红楼梦》的作者是谁？", [], 5)
+    assert same.answered is True and same.unmentioned == []
+    assert "曹雪芹" in same.text
 
 
 def test_a_passage_that_restates_the_question_answers_it_and_the_name_is_still_reported(

@@ -17,7 +17,9 @@ Common words are never names, nor is a name in brackets after the words it
 abbreviates or renames (`yellow mottle virus (ComYMV)`). A question written in Title
 Case (every word that is not a stop word capitalised) has no capitalised names. Chinese
 names (`微信`) are not found: without spaces, a name cannot be told from the words
-around it.
+around it, unless title marks set it apart (`《三体》`, `〈出师表〉`: a book, an essay, a
+film). The keyword index keeps Chinese as pairs of characters, so such a name is
+mentioned when the notes hold each of its pairs.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ SHORTEST = 3  # letters; shorter names (`C`, `Go`, `UI`) are too often part of o
 _WORD = re.compile(
     r"`[^`\n]+`|(?:(?<![\w-])--?|(?<![\w.])\.)?[A-Za-z][A-Za-z0-9]*(?:[_./+#-][A-Za-z0-9]+)*\+*"
 )
+# Chinese title marks around a name: 《书名》, 〈篇名〉.
+_TITLE = re.compile(r"《\s*([^《》\n]{1,40}?)\s*》|〈\s*([^〈〉\n]{1,40}?)\s*〉")
 _INNER_CAPITAL = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}")
 _IDENTIFIER = re.compile(r"\d|[A-Za-z0-9][_./][A-Za-z0-9]|^--?[A-Za-z]|^\.[A-Za-z]")
 _SENTENCE_END = ".!?:;。！？：；\n"  # what a word after it starts (quotes and brackets between)
@@ -54,8 +58,17 @@ def named(question: str) -> list[str]:
     words = [m.group() for m in _WORD.finditer(question) if not m.group().startswith("`")]
     content = [w for w in words if w.lower() not in STOPWORDS and w.isalpha()]
     title_case = len(content) >= 3 and all(w[:1].isupper() for w in content)
+    titles = [(m.start(), m.end(), m.group(1) or m.group(2)) for m in _TITLE.finditer(question)]
     found: list[str] = []
-    for match in _WORD.finditer(question):
+    spans: list[tuple[int, int, str | re.Match[str]]] = [*titles]
+    spans += [(m.start(), m.end(), m) for m in _WORD.finditer(question)]
+    for start, end, match in sorted(spans, key=lambda span: span[:2]):
+        if isinstance(match, str):
+            if match not in found:
+                found.append(match)
+            continue
+        if any(s <= start and end <= e for s, e, _ in titles):
+            continue  # a word inside a title is part of that name
         word = match.group()
         if question[: match.start()].endswith("(") and question[match.end() :].startswith(")"):
             continue  # "Commelina yellow mottle virus (ComYMV)": the words before say it
@@ -109,9 +122,17 @@ def unmentioned(question: str, mentioned: Callable[[list[str]], set[str]]) -> li
 
 def _words(name: str) -> list[tuple[str, tuple[str, ...]]]:
     """Each word of a name as the index keeps it: the whole token, and its parts when it
-    joins several (`pre-miRNA`: `pre-mirna`, and `pre`, `mirna`)."""
+    joins several (`pre-miRNA`: `pre-mirna`, and `pre`, `mirna`). A Chinese word's parts
+    are its pairs of characters (`红楼梦`: `红楼`, `楼梦`), each checked however short."""
     found = []
     for token in name.split():
+        if cjk_share(token) > 0:
+            pairs = [t for t in terms(token) if len(t) > 1]
+            if len(pairs) > 1:
+                found.append((token.lower(), tuple(pairs)))
+            elif pairs:
+                found.append((pairs[0], ()))
+            continue
         whole, *parts = terms(token) or [""]
         if len(whole) >= SHORTEST:
             found.append((whole, tuple(p for p in parts if len(p) >= SHORTEST)))
