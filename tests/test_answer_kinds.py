@@ -33,6 +33,10 @@ from tests.conftest import ROOT, clean_env, synced_index, write_notes
         ("默认端口是多少？", ["number"]),
         ("How much does Sync cost, and when was it released?", ["price", "date"]),
         ("When did Ines join the team?", ["date"]),
+        ("When did the company start?", ["date"]),
+        ("What time is the weekly standup?", ["time"]),
+        ("周会几点开始？", ["time"]),
+        ("明天几点出发？", ["time"]),
         # conditions, people and ways of doing things ask for no kind of value a pattern
         # can see: notes name people by a first name ("Lena owns the design system")
         ("Who created the C programming language?", []),
@@ -41,6 +45,7 @@ from tests.conftest import ROOT, clean_env, synced_index, write_notes
         ("Who can see my published notes?", []),
         ("How do I sync my vault to another device?", []),
         ("插件什么时候加载？", []),
+        ("这个方案有几点好处？", []),  # 几点 here counts points, not hours
         ("", []),
     ],
 )
@@ -81,6 +86,23 @@ def test_what_gives_a_value_of_each_kind() -> None:
     assert lacking("When was Sync released?", "You may sync any vault.") == ["date"]
     assert lacking("宽带是哪一年开通的？", "一年续费一次。") == ["date"]
     assert lacking("What's the shortcut for the graph?", "See [`x`](Point/x).") == ["shortcut"]
+    # a time of day, or a date, answers "what time"
+    assert lacking("What time is the standup?", "Standup is at 9:30 in room 4.") == []
+    assert lacking("What time is the standup?", "We meet at 10am sharp.") == []
+    assert lacking("What time is the standup?", "Standup moved to March 3.") == []
+    assert lacking("What time is the standup?", "Standup is in room 4.") == ["time"]
+    assert lacking("周会几点开始？", "周会每周一上午十点开始。") == []
+    assert lacking("周会几点开始？", "周会在三楼会议室。") == ["time"]
+
+
+def test_figure_asks_for_digits() -> None:
+    """The extractive answer prefers a sentence that gives the value in digits: "at once"
+    and "every keystroke" are words a number question may be answered by, but seldom
+    are."""
+    number = answer_kinds.asked("How long is the save delayed?")[0]
+    assert answer_kinds.gives(number, "It is written at once.")
+    assert not answer_kinds.gives(number, "It is written at once.", figure=True)
+    assert answer_kinds.gives(number, "It waits 2 seconds.", figure=True)
 
 
 def test_the_kinds_are_named_in_the_question_language() -> None:
@@ -89,6 +111,8 @@ def test_the_kinds_are_named_in_the_question_language() -> None:
         "price, date or number"
     )
     assert answer_kinds.described(["price", "date"], cjk=True) == "价格或日期"
+    assert answer_kinds.described(["time"], cjk=False) == "time of day"
+    assert answer_kinds.described(["time"], cjk=True) == "时间"
 
 
 NOTES = {

@@ -14,6 +14,8 @@ question answering, kept to kinds a pattern can see in English and Chinese text:
   month, a date or a period (世纪, 时期), in a sentence or in the heading or file name
   of its passage (a journal's day), and by a version to a question about versions or
   changes ("since which version", "when was it added");
+- a time of day: "what time", 几点开始; given by a clock time (9:30, 10am, 十点), a part of
+  the day (noon, 上午), or a date;
 - a keyboard shortcut: "shortcut", "hotkey", 快捷键; given by a modifier key (Ctrl, ⌘),
   a function key or a key in angle brackets (`<Ctrl b>`);
 - a number: "how many", "how long", 多少, 几个; given by a figure that stands alone (not
@@ -55,7 +57,7 @@ _ABOUT_VERSIONS = re.compile(
 _EVENT = (  # what happened once, on a date: "when was it released?"
     r"releas|come out|came out|coming out|launch|found|born|die[ds]?\b|introduc|add(ed)?\b|"
     r"publish|announc|ship|expir|deprecat|remov|creat|invent|built|written|establish|first|"
-    r"join"
+    r"join|start|began|begin"
 )
 _DUE = r"coming out|come out|releas|launch|due|expir"
 _EVENT_ZH = (
@@ -145,15 +147,31 @@ NUMBER = Kind(
     ),
 )
 
+TIME = Kind(
+    "time",
+    re.compile(
+        r"\bwhat time\b|\bat what time\b|\bwhat hour\b"
+        r"|几点(?:钟|半|[开关到出起结下上睡吃见回散]|[？?]|$)|什么时间|几时",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"(?<!\d)\d{1,2}[:：]\d\d(?!\d)|(?i:\b\d{1,2}(?:[:.]\d\d)?\s?(?:am|pm|a\.m\.|p\.m\.)(?!\w))"
+        r"|(?i:\b(noon|midday|midnight|o'clock|morning|afternoon|evening|tonight)\b)"
+        r"|\d+\s*[点时]|[一二三四五六七八九十两]+点|[早上中下晚]午|早上|晚上|凌晨|傍晚|中午"
+        rf"|{DATE.gives.pattern}"
+    ),
+)
+
 # "date" for a question about versions or changes: a version number gives one too.
 VERSIONED_DATE = Kind("date", DATE.asks, re.compile(f"{_VERSION}|{DATE.gives.pattern}"))
 
 QUESTION_CHARS = 300
 # In this order: a price is also "how much", so a question that asks one asks no number.
-KINDS = (PRICE, DATE, SHORTCUT, NUMBER)
+KINDS = (PRICE, DATE, TIME, SHORTCUT, NUMBER)
 LABELS = {
     "price": ("price", "价格"),
     "date": ("date", "日期"),
+    "time": ("time of day", "时间"),
     "shortcut": ("keyboard shortcut", "快捷键"),
     "number": ("number", "数字"),
 }
@@ -186,17 +204,26 @@ def lacking(question: str, sentences: Iterable[str]) -> list[str]:
     if not kinds:
         return []
     said = list(sentences)
-    echoed = set(_WORDS.findall(question.lower()))
+    echoed = echoed_words(question)
     return [
         kind.name for kind in kinds if not any(gives(kind, sentence, echoed) for sentence in said)
     ]
 
 
-def gives(kind: Kind, sentence: str, echoed: set[str] = frozenset()) -> bool:
+def echoed_words(question: str) -> set[str]:
+    """The question's own words: a value made of them gives nothing."""
+    return set(_WORDS.findall(question.lower()))
+
+
+def gives(
+    kind: Kind, sentence: str, echoed: set[str] = frozenset(), figure: bool = False
+) -> bool:
     """Whether a sentence gives a value of this kind. A value made of the question's own
-    words (`echoed`) does not count: "2.0" does not say when 2.0 comes out."""
+    words (`echoed`) does not count: "2.0" does not say when 2.0 comes out. With `figure`,
+    a number must be written in digits ("2 seconds", not "at once")."""
     return any(
         not set(_WORDS.findall(found.group().lower())) & echoed
+        and (not figure or kind.name != "number" or any(c.isdigit() for c in found.group()))
         for found in kind.gives.finditer(sentence)
     )
 
