@@ -415,6 +415,25 @@ def test_extractive_quotes_three_sentences_or_up_to_five_short_ones() -> None:
     _check_shape(text, refs, [hit(1, long), hit(2, long.replace("Port", "port"))])
 
 
+def test_extractive_prefers_the_sentence_that_gives_the_value_asked_for() -> None:
+    hits = [
+        hit(
+            1,
+            "Call requestSave whenever the content of the view changes, so the save is "
+            "queued rather than written at once. The save that requestSave queues is "
+            "written by the save method of the view, which your subclass overrides to "
+            "persist the data. A delayed save is lost if the app quits before requestSave "
+            "has fired, so call save directly before the view closes. The save is delayed "
+            "by 2 seconds after the last change.",
+        )
+    ]
+    # "how long" asks for a number (answer_kinds.py): the sentence that gives one is
+    # quoted, though others share more of the question's words
+    text, refs = extractive("How long is the save delayed after requestSave?", hits)
+    assert "- The save is delayed by 2 seconds after the last change. [1]" in text.splitlines()
+    _check_shape(text, refs, hits)
+
+
 def test_extractive_skips_a_sentence_already_quoted() -> None:
     hits = [hit(1, "Redis listens on 6379."), hit(2, "Redis listens on 6379. Redis is a cache.")]
     text, refs = extractive("redis", hits)
