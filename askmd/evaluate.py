@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from askmd.answer.display import display_text
 from askmd.errors import AskmdError
 from askmd.terms import content_terms
 
@@ -290,8 +291,10 @@ def evaluate_answers(queries: list[Query], ask: Callable[[str], Answer]) -> Answ
 
 
 def recall(gold: tuple[str, ...], text: str) -> float:
-    """The share of the gold answers' content words (CJK: bigrams) that `text` holds."""
-    wanted = {t for g in gold for t in content_terms(g)}
+    """The share of the gold answers' content words (CJK: bigrams) that `text` holds. The
+    gold is read as an answer shows it (display.py): a link's address is not a word the
+    answer left out."""
+    wanted = {t for g in gold for t in content_terms(display_text(g))}
     if not wanted:
         return 0.0
     return len(wanted & set(content_terms(text))) / len(wanted)

@@ -289,6 +289,22 @@ def test_eval_answers_reports_declines_and_gold_recall(run_rag, kb: Path, tmp_pa
     assert "never mentioned: Australia" in shown.stdout
 
 
+def test_gold_recall_reads_the_gold_as_the_answer_shows_it() -> None:
+    """An answer shows a link as its text (display.py); the link's address in the gold is
+    not a word the answer left out."""
+    from askmd import evaluate
+
+    gold = ("With the release of [Obsidian v0.15.0](https://obsidian.md/changelog/"
+            "2022-06-14-desktop-v0.15.0/), pop-out windows came to the desktop.",
+            "If it only runs sometimes, use [[checkCallback|checkCallback()]] instead.")  # fmt: skip
+    answer = (
+        "- With the release of Obsidian v0.15.0, pop-out windows came to the desktop. [1]\n"
+        "- If it only runs sometimes, use checkCallback() instead. [2]"
+    )
+    assert evaluate.recall(gold, answer) == 1.0
+    assert evaluate.recall(gold, "- Pop-out windows came to the desktop. [1]") < 0.5
+
+
 def test_eval_answers_rejects_a_line_without_gold(run_rag, kb: Path, tmp_path: Path) -> None:
     queries = tmp_path / "q.jsonl"
     queries.write_text('{"id": "x", "query": "Which port?", "relevant": []}\n')
