@@ -34,6 +34,10 @@ from tests.conftest import ROOT, clean_env, synced_index, write_notes
         ("How much does Sync cost, and when was it released?", ["price", "date"]),
         ("When did Ines join the team?", ["date"]),
         ("When did the company start?", ["date"]),
+        # the product may stand between "which" and the release it asks for
+        ("Up to which Lucide release can I pick built-in icons?", ["date"]),
+        ("From which Obsidian version are views deferred?", ["date"]),
+        ("Which TypeScript version is the minimum for Svelte?", ["date"]),
         ("What time is the weekly standup?", ["time"]),
         ("周会几点开始？", ["time"]),
         ("明天几点出发？", ["time"]),
@@ -75,6 +79,7 @@ def test_what_gives_a_value_of_each_kind() -> None:
     # a version is a date for a question about versions or changes, not for "what year"
     assert lacking("When was Obsidian first released?", "Obsidian 1.13.0+ only.") == ["date"]
     assert lacking("Since which version is secretStorage there?", "Since 1.11.4.") == []
+    assert lacking("Up to which Lucide release are icons supported?", "Up to v0.446.0.") == []
     assert lacking("When was the fileManager property added?", "0.11.0") == []
     # a figure in a name, a version or a colour is no quantity; an address is a value
     assert lacking("How many users are there?", "Store it in S3 (LUM-E001).") == ["number"]

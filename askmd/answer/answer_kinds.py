@@ -50,6 +50,7 @@ _FIGURE = r"(?<![A-Za-z0-9_.#/-])\d[\d,]*(?:\.\d+)?(?![\d.]*\.\d)(?![A-Za-z]*\d)
 _VERSION = r"\bv?\d+\.\d+"
 _ABOUT_VERSIONS = re.compile(
     r"\b(versions?|since|add|added|introduc\w*|deprecat\w*|remov\w*|changelog)\b"
+    r"|\b(which|what) ([A-Za-z][\w.+#-]* )?releases?\b"
     r"|版本|引入|新增|添加|弃用|废弃|移除|支持",
     re.IGNORECASE,
 )
@@ -86,6 +87,8 @@ DATE = Kind(
     "date",
     re.compile(
         r"\bwhat (year|date|day|month)\b|\bwhich (year|date|month|version|release)\b"
+        # the product may stand between: "which Lucide release", "what Node version"
+        r"|\b(which|what) [A-Za-z][\w.+#-]* (version|release)s?\b(?! notes)"
         r"|\bin what (year|version|release)\b|\bsince (when|which|what)\b|\bhow long ago\b"
         rf"|\bwhen (was|were|did|will)\b[^?!]*\b({_EVENT})|\bwhen (is|are)\b[^?!]*\b({_DUE})"
         r"|哪一?年|哪个年份|什么年份|几几年|几月几[号日]|哪一?天|什么日期|哪个版本|什么版本|几月份?"
