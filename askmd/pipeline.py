@@ -618,9 +618,18 @@ class Index:
             with self.lock.reading():
                 return self.manifest.mentioned(terms)
 
+        def together(terms: list[str]) -> bool:
+            with self.lock.reading():
+                return self.manifest.together(terms)
+
         english, multilingual = grounding.local_models(self.embedder)
         return grounding.Grounding(
-            english, multilingual, idf, self.settings.min_confidence, mentioned=mentioned
+            english,
+            multilingual,
+            idf,
+            self.settings.min_confidence,
+            mentioned=mentioned,
+            together=together,
         )
 
     def stats(self) -> dict:

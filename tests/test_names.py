@@ -8,6 +8,7 @@ import pytest
 
 from askmd.answer import names
 from askmd.answer.exchange import DECLINED, DECLINED_ZH
+from askmd.terms import terms
 from tests.conftest import synced_index
 
 
@@ -38,6 +39,11 @@ from tests.conftest import synced_index
         ("怎么把笔记同步到百度网盘？", []),
         ("《红楼梦》的作者是谁？", ["红楼梦"]),
         ("〈出师表〉和《三体》", ["出师表", "三体"]),
+        # capitalised names side by side are one name
+        ("How do I sync my vault to Google Drive?", ["Google Drive"]),
+        ("Does Obsidian Publish support Google Analytics or Plausible?",
+         ["Obsidian Publish", "Google Analytics", "Plausible"]),  # fmt: skip
+        ("怎么把笔记同步到 Google Drive？", ["Google Drive"]),
         ("", []),
         ("?!", []),
     ],
@@ -76,7 +82,32 @@ def test_a_chinese_title_is_mentioned_when_the_notes_hold_each_of_its_pairs() ->
     assert names.unmentioned("《楼梦红》讲了什么？", mentioned) == ["楼梦红"]
 
 
+def test_a_name_of_several_words_is_mentioned_when_one_chunk_holds_them_all() -> None:
+    chunks = [{"google", "font"}, {"drive", "sync"}, {"obsidian", "sync"}]  # as terms() keeps them
+
+    def mentioned(terms: list[str]) -> set[str]:
+        return {t for t in terms if any(t in chunk for chunk in chunks)}
+
+    def together(terms: list[str]) -> bool:
+        return any(set(terms) <= chunk for chunk in chunks)
+
+    ask = "How do I set up {} here?".format
+    assert names.unmentioned(ask("Google Drive"), mentioned, together) == ["Google Drive"]
+    assert names.unmentioned(ask("Google Fonts"), mentioned, together) == []
+    assert names.unmentioned(ask("Obsidian Sync"), mentioned, together) == []
+    # without a way to ask, each word held anywhere is enough
+    assert names.unmentioned(ask("Google Drive"), mentioned) == []
+
+
 NOTES = {
+    "plugins/fonts.md": (
+        "# Fonts\n\nA theme can load a web font from Google Fonts with an @import rule at "
+        "the top of the theme's CSS file.\n"
+    ),
+    "plugins/files.md": (
+        "# Files on disk\n\nA plugin reads files through the vault adapter, which works on "
+        "the local drive and on mobile storage alike.\n"
+    ),
     "plugins/database.md": (
         "# Databases from a plugin\n\nA plugin connects to a PostgreSQL server with the "
         "`pg` client: create a pool with the host, port, user and password, then run "
@@ -123,6 +154,18 @@ def test_the_manifest_knows_which_terms_the_notes_hold(index) -> None:
     assert index.manifest.mentioned([]) == set()
 
 
+def test_the_manifest_knows_which_terms_one_chunk_holds_together(index) -> None:
+    def together(text: str) -> bool:  # the terms as the index keeps them ("fonts": font)
+        return index.manifest.together(terms(text))
+
+    assert together("Google fonts") and together("local drive")
+    assert not together("Google drive")
+    # continued by a digit or a joiner, as `mentioned` reads them: ed25519, pool.query
+    assert together("ed authorized_keys") and together("pool onunload")
+    assert not together("ed pool")
+    assert index.manifest.together([]) is True
+
+
 def test_a_question_about_a_thing_the_notes_never_name_is_declined_and_names_it(index) -> None:
     """Without the check this question is answered (confidence 0.75) with the PostgreSQL
     passage: it is about querying a database server from a plugin, as asked."""
@@ -156,6 +199,18 @@ def test_a_question_about_a_book_the_notes_never_name_is_declined(index) -> None
     same = index.ask("《红楼梦》的作者是谁？", [], 5)
     assert same.answered is True and same.unmentioned == []
     assert "曹雪芹" in same.text
+
+
+def test_a_question_about_a_service_the_notes_name_only_in_parts_is_declined(index) -> None:
+    """The notes say "Google" (Fonts) and "drive" (the local one), never "Google Drive"
+    in one passage: without reading the two words as one name, it is answered."""
+    result = index.ask("How do I sync my vault files to Google Drive?", [], 5)
+    assert result.answered is False
+    assert result.unmentioned == ["Google Drive"]
+    assert result.text == DECLINED + " They never mention “Google Drive”."
+
+    fonts = index.ask("How does a theme load a web font from Google Fonts?", [], 5)
+    assert fonts.answered is True and fonts.unmentioned == []
 
 
 def test_a_passage_that_restates_the_question_answers_it_and_the_name_is_still_reported(

@@ -154,8 +154,8 @@ class Verdict:
 
 class Grounding:
     """The measures above over one index: the models that read English and CJK text, and
-    the index's keyword statistics (`idf(terms, cjk)`, and `mentioned(terms)`: the terms
-    some chunk holds).
+    the index's keyword statistics (`idf(terms, cjk)`, `mentioned(terms)`: the terms
+    some chunk holds, and `together(terms)`: whether one chunk holds them all).
 
     The models are always the local ones the calibration was measured with (MiniLM for
     English, the multilingual USE for Chinese and Japanese), whatever embeds the index:
@@ -171,11 +171,13 @@ class Grounding:
         min_confidence: float = MIN_CONFIDENCE,
         sentences: Callable[[str], list[str]] | None = None,
         mentioned: Callable[[list[str]], set[str]] | None = None,
+        together: Callable[[list[str]], bool] | None = None,
     ) -> None:
         self.english = english
         self.multilingual = multilingual
         self.idf = idf
         self.mentioned = mentioned
+        self.together = together
         self.min_confidence = min_confidence
         if sentences is None:
             from askmd.answer.sentences import sentences
@@ -225,7 +227,7 @@ class Grounding:
         similarity = float(scores.max()) if len(scores) else 0.0
         coverage = max(self.coverage(question, hit) for hit in top)
         confidence = combined(similarity, coverage, calibration)
-        missing = names.unmentioned(question, self.mentioned) if self.mentioned else []
+        missing = names.unmentioned(question, self.mentioned, self.together) if self.mentioned else []
         close = [s for s, v in by_sentence.items() if v >= similarity - CLOSE]
         # the frames are only looked up for a question that asks for a kind
         lacking = answer_kinds.lacking(question, itertools.chain(close, _around(close, top)))

@@ -60,6 +60,7 @@ def named(question: str) -> list[str]:
     title_case = len(content) >= 3 and all(w[:1].isupper() for w in content)
     titles = [(m.start(), m.end(), m.group(1) or m.group(2)) for m in _TITLE.finditer(question)]
     found: list[str] = []
+    joined: tuple[str, int] | None = None  # the last name, if another may join it
     spans: list[tuple[int, int, str | re.Match[str]]] = [*titles]
     spans += [(m.start(), m.end(), m) for m in _WORD.finditer(question)]
     for start, end, match in sorted(spans, key=lambda span: span[:2]):
@@ -78,6 +79,10 @@ def named(question: str) -> list[str]:
             name = word.strip("+#") if word.endswith("+") else word
         else:
             continue
+        joins = not word.startswith("`") and (name[:1].isupper() or cjk and name[:1].isalpha())
+        if joins and joined and found[-1:] == [joined[0]] and question[joined[1] : start] == " ":
+            name = f"{found.pop()} {name}"  # "Google Drive": one name of two words
+        joined = (name, end) if joins else None
         if name and name not in found:
             found.append(name)
     return found
@@ -97,13 +102,18 @@ def _is_name(word: str, before: str, cjk: bool, title_case: bool) -> bool:
     return bare[:1].isupper() and not starts_sentence and not title_case
 
 
-def unmentioned(question: str, mentioned: Callable[[list[str]], set[str]]) -> list[str]:
+def unmentioned(
+    question: str,
+    mentioned: Callable[[list[str]], set[str]],
+    together: Callable[[list[str]], bool] | None = None,
+) -> list[str]:
     """The question's names the notes never mention. `mentioned(terms)` gives the terms
     the folder holds, whole or continued by a digit or a joiner, so `python` is found in
     `python3`. A joined name is also mentioned when each of its parts is: the notes may
-    write `anti-interleukin 2` for `anti-interleukin-2`. A name of several words (in
-    backticks) is mentioned when each word is. Words and parts under SHORTEST letters are
-    not checked."""
+    write `anti-interleukin 2` for `anti-interleukin-2`. A name of several words
+    (`Google Drive`, `mise use`) is mentioned when each word is and, given `together`,
+    one chunk holds them all: notes that say "Google Fonts" and "the local drive" never
+    mention Google Drive. Words and parts under SHORTEST letters are not checked."""
     names = {name: _words(name) for name in named(question)}
     asked = sorted({t for words in names.values() for w, parts in words for t in (w, *parts)})
     if not asked:
@@ -113,10 +123,15 @@ def unmentioned(question: str, mentioned: Callable[[list[str]], set[str]]) -> li
     def said(whole: str, parts: tuple[str, ...]) -> bool:
         return whole in held or bool(parts) and all(p in held for p in parts)
 
+    def apart(words: list[tuple[str, tuple[str, ...]]]) -> bool:
+        if together is None or len(words) < 2:
+            return False
+        return not together([t for w, parts in words for t in ([w] if w in held else parts)])
+
     return [
         name
         for name, words in names.items()
-        if words and not all(said(whole, parts) for whole, parts in words)
+        if words and (not all(said(whole, parts) for whole, parts in words) or apart(words))
     ]
 
 

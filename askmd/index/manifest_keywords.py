@@ -26,6 +26,7 @@ BM25_B = 0.75  # length normalisation
 # text may never use, changes no measured hybrid result and makes such a name findable.
 FIELD_WEIGHTS = (0.0, 0.25, 0.0)  # (title, aliases, headings)
 FIELDS = ("title_tf", "alias_tf", "heading_tf")  # their postings columns, in that order
+TOGETHER_FORMS = 50  # forms of one term read by `together` (`python3`, `python-dotenv`, ...)
 _LOAD = "postings_load"  # a cold build's postings before they are sorted in (begin_load)
 
 
@@ -199,6 +200,34 @@ class KeywordPostings(ManifestDB):
                 ):
                     found.add(term)
         return found
+
+    def together(self, terms: list[str]) -> bool:
+        """Whether one chunk holds all these terms, each read as `mentioned` reads it
+        (whole or continued by a digit or a joiner): whether the notes name a thing of
+        several words ("Google Drive") or only its words apart."""
+        if not terms:
+            return True
+        tables = ["postings", "packed"] if packed_postings.has_tables(self.db) else ["postings"]
+        chunks: set[int] | None = None
+        with self._snapshot():
+            for term in sorted(set(terms)):
+                spans = [(term, term + "\0"), (term + "-", term + ";"), (term + "_", term + "`")]
+                forms = {
+                    found
+                    for table in tables
+                    for span in spans
+                    for (found,) in self.db.execute(
+                        f"SELECT DISTINCT term FROM {table} WHERE term >= ? AND term < ? "
+                        f"LIMIT {TOGETHER_FORMS}",
+                        span,
+                    )
+                }
+                postings = packed_postings.postings(self.db, sorted(forms), self._field_columns())
+                held = {int(d) for array in postings.values() for d in array["doc"]}
+                chunks = held if chunks is None else chunks & held
+                if not chunks:
+                    return False
+        return True
 
     @contextlib.contextmanager
     def _snapshot(self) -> Iterator[None]:
