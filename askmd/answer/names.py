@@ -79,7 +79,8 @@ def named(question: str) -> list[str]:
             name = word.strip("+#") if word.endswith("+") else word
         else:
             continue
-        joins = not word.startswith("`") and (name[:1].isupper() or cjk and name[:1].isalpha())
+        # plain words join, not identifiers: "PCNA K164" and "SHP-2 MAPK" are two names each
+        joins = name.isalpha() and (name[:1].isupper() or cjk)
         if joins and joined and found[-1:] == [joined[0]] and question[joined[1] : start] == " ":
             name = f"{found.pop()} {name}"  # "Google Drive": one name of two words
         joined = (name, end) if joins else None
@@ -114,8 +115,8 @@ def unmentioned(
     (`Google Drive`, `mise use`) is mentioned when each word is and, given `together`,
     one chunk holds them all: notes that say "Google Fonts" and "the local drive" never
     mention Google Drive. Words and parts under SHORTEST letters are not checked."""
-    names = {name: _words(name) for name in named(question)}
-    asked = sorted({t for words in names.values() for w, parts in words for t in (w, *parts)})
+    names = {name: words(name) for name in named(question)}
+    asked = sorted({t for kept in names.values() for w, parts in kept for t in (w, *parts)})
     if not asked:
         return []
     held = mentioned(asked)
@@ -123,19 +124,19 @@ def unmentioned(
     def said(whole: str, parts: tuple[str, ...]) -> bool:
         return whole in held or bool(parts) and all(p in held for p in parts)
 
-    def apart(words: list[tuple[str, tuple[str, ...]]]) -> bool:
-        if together is None or len(words) < 2:
+    def apart(kept: list[tuple[str, tuple[str, ...]]]) -> bool:
+        if together is None or len(kept) < 2:
             return False
-        return not together([t for w, parts in words for t in ([w] if w in held else parts)])
+        return not together([t for w, parts in kept for t in ([w] if w in held else parts)])
 
     return [
         name
-        for name, words in names.items()
-        if words and (not all(said(whole, parts) for whole, parts in words) or apart(words))
+        for name, kept in names.items()
+        if kept and (not all(said(whole, parts) for whole, parts in kept) or apart(kept))
     ]
 
 
-def _words(name: str) -> list[tuple[str, tuple[str, ...]]]:
+def words(name: str) -> list[tuple[str, tuple[str, ...]]]:
     """Each word of a name as the index keeps it: the whole token, and its parts when it
     joins several (`pre-miRNA`: `pre-mirna`, and `pre`, `mirna`). A Chinese word's parts
     are its pairs of characters (`红楼梦`: `红楼`, `楼梦`), each checked however short."""
