@@ -207,6 +207,7 @@ class Asked:
     ms: float
     unmentioned: list[str] = field(default_factory=list)  # names the notes never mention
     lacking: list[str] = field(default_factory=list)  # kinds of value no close sentence gives
+    uncompared: list[str] = field(default_factory=list)  # weighed, never named together
 
     def to_json(self) -> dict:
         return {
@@ -222,6 +223,7 @@ class Asked:
             "ms": round(self.ms, 1),
             "unmentioned": self.unmentioned,
             "lacking": self.lacking,
+            "uncompared": self.uncompared,
         }
 
 
@@ -285,6 +287,7 @@ def evaluate_answers(queries: list[Query], ask: Callable[[str], Answer]) -> Answ
                 ms,
                 list(result.unmentioned),
                 list(result.lacking),
+                list(result.uncompared),
             )
         )
     return report

@@ -38,6 +38,8 @@ DECLINED = "Your notes don't seem to answer this."
 DECLINED_ZH = "你的笔记里似乎没有这个问题的答案。"
 NEVER_MENTIONED = " They never mention {}."
 NEVER_MENTIONED_ZH = "笔记里没有提到{}。"
+NOT_COMPARED = " No passage compares {}."
+NOT_COMPARED_ZH = "笔记里没有一段同时讲到{}。"
 GIVE_NO = " The closest passages give no {}."
 GIVE_NO_ZH = "最接近的段落里没有给出{}。"
 NEAREST = 3  # passages shown as pointers under a declined answer
@@ -100,10 +102,16 @@ def ask(
         result.confidence = verdict.confidence
         result.unmentioned = verdict.unmentioned
         result.lacking = verdict.lacking
+        result.uncompared = verdict.uncompared
     if not hits:
         result.text, result.answered = NOTHING_FOUND, False
     elif verdict is not None and not verdict.answered:
-        decline(result, unmentioned=verdict.unmentioned, lacking=verdict.lacking)
+        decline(
+            result,
+            unmentioned=verdict.unmentioned,
+            lacking=verdict.lacking,
+            uncompared=verdict.uncompared,
+        )
     elif chat is not None:
         try:
             _generate(result, chat, show)
@@ -156,17 +164,23 @@ def decline(
     keep_text: bool = False,
     unmentioned: Sequence[str] = (),
     lacking: Sequence[str] = (),
+    uncompared: Sequence[str] = (),
 ) -> None:
     """The notes do not answer: say so (or keep the model's own words saying it), cite
     nothing, and point at the nearest passages instead. Names the question asks about
     that the notes never mention are named: they are why, and the user may know them by
-    another name the notes use. Else the kind of value asked for that the closest
-    passages do not give is named ("…give no price")."""
+    another name the notes use. Else the things the question weighs that no passage
+    names together, else the kind of value asked for that the closest passages do not
+    give ("…give no price")."""
     if not keep_text:
         cjk = has_cjk(result.question)
         result.text = DECLINED_ZH if cjk else DECLINED
         if unmentioned:
             result.text += never_mentioned(unmentioned, cjk)
+        elif uncompared:
+            result.text += (NOT_COMPARED_ZH if cjk else NOT_COMPARED).format(
+                listed(uncompared, cjk, "和" if cjk else "and")
+            )
         elif lacking:
             said = answer_kinds.described(list(lacking), cjk)
             result.text += (GIVE_NO_ZH if cjk else GIVE_NO).format(said)
@@ -193,11 +207,19 @@ _UNANSWERED = re.compile(
 
 def never_mentioned(names: Sequence[str], cjk: bool) -> str:
     """The sentence that names what the notes never mention, in the question's language."""
-    if cjk:
-        return NEVER_MENTIONED_ZH.format("、".join(f"“{n}”" for n in names))
+    return (NEVER_MENTIONED_ZH if cjk else NEVER_MENTIONED).format(
+        listed(names, cjk, "、" if cjk else "or")
+    )
+
+
+def listed(names: Sequence[str], cjk: bool, last: str) -> str:
+    """Names quoted and listed: “A”, “B” or “C”; “A”、“B”、“C”; “A”、“B”和“C”."""
     quoted = [f"“{n}”" for n in names]
-    listed = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
-    return NEVER_MENTIONED.format(listed)
+    if len(quoted) == 1:
+        return quoted[0]
+    if cjk:
+        return "、".join(quoted[:-1]) + last + quoted[-1]
+    return ", ".join(quoted[:-1]) + f" {last} " + quoted[-1]
 
 
 def says_unanswered(reply: str) -> bool:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from askmd.answer import answer_kinds, names
+from askmd.answer import answer_kinds, compared, names
 from askmd.index import embedding_models as models
 from askmd.search.query_translation import english_terms
 from askmd.terms import cjk_share, content_terms, has_cjk
@@ -65,7 +65,7 @@ CJK_OF_ENGLISH = Calibration(0.21)  # ..., a CJK question about English passages
 ENGLISH_OF_CJK = Calibration(0.36)  # ..., a Latin-script question about CJK passages
 MIN_CONFIDENCE = 0.5
 # What is left of the confidence when the question names something the notes never
-# mention (names.py): below the default line whatever the cosines say. Passages on the
+# mention (names.py), or weighs things no passage names together (compared.py): below the default line whatever the cosines say. Passages on the
 # same topic come close to such a question ("a MySQL server" against the notes'
 # PostgreSQL) without answering it, and an answer made of them would be confidently
 # wrong; a decline names the missing thing and still points at those passages. A user
@@ -139,6 +139,9 @@ class Verdict:
     # the kinds of value the question asks for that no close sentence gives
     # (answer_kinds.py): "price", "date", "shortcut", "number"
     lacking: list[str] = field(default_factory=list)
+    # the names the question weighs against each other that no passage names together
+    # (compared.py)
+    uncompared: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {
@@ -149,6 +152,7 @@ class Verdict:
             "model": self.model,
             "unmentioned": self.unmentioned,
             "lacking": self.lacking,
+            "uncompared": self.uncompared,
         }
 
 
@@ -228,11 +232,14 @@ class Grounding:
         coverage = max(self.coverage(question, hit) for hit in top)
         confidence = combined(similarity, coverage, calibration)
         missing = names.unmentioned(question, self.mentioned, self.together) if self.mentioned else []
+        apart = compared.apart(question, top)
         close = [s for s, v in by_sentence.items() if v >= similarity - CLOSE]
         # the frames are only looked up for a question that asks for a kind
         lacking = answer_kinds.lacking(question, itertools.chain(close, _around(close, top)))
         above = similarity - calibration.line
-        if missing and above < RESTATES or lacking and above < KIND_RESTATES:
+        # a comparison no passage makes is declined however close: a sentence that made
+        # it would name what it weighs
+        if missing and above < RESTATES or apart or lacking and above < KIND_RESTATES:
             confidence *= UNMENTIONED
         return Verdict(
             confidence >= self.min_confidence,
@@ -243,6 +250,7 @@ class Grounding:
             by_sentence,
             missing,
             lacking,
+            apart,
         )
 
     def coverage(self, question: str, hit: Hit) -> float:

@@ -90,6 +90,9 @@ class Answer:
     # The kinds of value the question asks for (a date, a price…: answer/answer_kinds.py)
     # that none of the closest sentences gives.
     lacking: list[str] = field(default_factory=list)
+    # The names the question weighs against each other ("Vim or Emacs?") that no passage
+    # names together (answer/compared.py).
+    uncompared: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {
@@ -112,4 +115,5 @@ class Answer:
             "dates": self.dates,
             "unmentioned": self.unmentioned,
             "lacking": self.lacking,
+            "uncompared": self.uncompared,
         }

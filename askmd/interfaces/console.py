@@ -372,6 +372,9 @@ def show_verdict(verdict) -> None:
         out.print(f"[dim]the notes never mention: {escape(named)}[/]")
     if verdict.lacking:
         out.print(f"[dim]asks for {' and '.join(verdict.lacking)}; no close sentence gives one[/]")
+    if verdict.uncompared:
+        named = " and ".join(verdict.uncompared)
+        out.print(f"[dim]weighs {escape(named)}; no passage names them together[/]")
 
 
 def show_eval(report, verbose: bool = False) -> None:
@@ -422,12 +425,14 @@ def show_answers_eval(report, verbose: bool = False) -> None:
             wrong = a["answered"] == a["unanswerable"]
             names = ", ".join(a["unmentioned"])
             kinds = ", ".join(a["lacking"])
+            weighed = " and ".join(a["uncompared"])
             out.print(
                 f"{'[yellow]' if wrong else ''}{escape(clean(a['id']))}: {said}"
                 f"{'[/]' if wrong else ''} (confidence {_figure(a['confidence'])}"
                 f", gold recall {_figure(a['gold_recall'])}"
                 f"{', never mentioned: ' + escape(names) if names else ''}"
-                f"{', no close sentence gives: ' + kinds if kinds else ''})",
+                f"{', no close sentence gives: ' + kinds if kinds else ''}"
+                f"{', never compared: ' + escape(weighed) if weighed else ''})",
                 soft_wrap=True,
             )
 
@@ -686,6 +691,9 @@ def show_answer(answer: Answer, hint: bool = True) -> None:
     if answer.unmentioned:
         named = " or ".join(f"“{n}”" for n in answer.unmentioned)
         warning(f"your notes never mention {named}: check that the answer is about it")
+    if answer.uncompared:
+        named = " and ".join(f"“{n}”" for n in answer.uncompared)
+        warning(f"no passage compares {named}: check that the answer weighs them")
     if answer.lacking:
         from askmd.answer.answer_kinds import described
 

@@ -1,0 +1,58 @@
+"""A question that weighs named things against each other, and whether a passage does.
+
+"Vim 和 Emacs 到底哪个更好用？" over notes with a page on each editor finds both pages,
+close in meaning, each naming one of them; quoting them answers nothing that was asked.
+Whether one is better is said only where both are named: a passage (its text, heading
+chain or file name) that holds every name the question weighs. When none of the top
+passages does, the notes do not compare them, and the answer declines and says so.
+
+A question weighs things when it names two or more (names.py) and asks which is better
+or compares them: "better", "faster", "versus", "compared to", "should I learn X or Y",
+哪个更, 更适合, 相比, 还是…好. A choice of ways ("Can I use Dropbox or iCloud to sync?")
+weighs nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from askmd.answer import names
+from askmd.terms import terms
+
+if TYPE_CHECKING:
+    from askmd.search.retriever import Hit
+
+_WEIGHS = re.compile(
+    r"\b(better|worse|best|worst|faster|slower|easier|harder|simpler|cheaper|safer|lighter"
+    r"|superior|inferior|preferable|versus|vs|compared? (to|with)|comparison)\b"
+    r"|\b(more|less) \w+ than\b|\bprefer\w*\b[^?!.]*\b(or|over|to)\b"
+    r"|\b(should|would)\b[^?!.]*\b(use|learn|choose|pick|get|buy|go with|start with)\b"
+    r"[^?!.]*\bor\b"
+    r"|哪个更|哪一个更|哪个好|哪个比较|更好|更适合|更快|更强|更方便|更容易|更简单"
+    r"|还是[^？?。]*(好|合适|推荐|值得|适合)|相比|对比|比较好|优劣|孰优|哪个强",
+    re.IGNORECASE,
+)
+
+
+def weighed(question: str) -> list[str]:
+    """The names a question weighs against each other; [] when it compares nothing."""
+    if not _WEIGHS.search(question):
+        return []
+    found = names.named(question)
+    return found if len(found) >= 2 else []
+
+
+def apart(question: str, hits: Sequence[Hit]) -> list[str]:
+    """The names the question weighs when no passage names them all; else []. A name
+    too short to check (names.SHORTEST: `Go`, `C`) counts as named."""
+    asked = weighed(question)
+    if not asked:
+        return []
+    words = [w for name in asked for w in names.words(name)]
+    for hit in hits:
+        held = set(terms(f"{hit.source} {hit.heading_chain} {hit.text}"))
+        if all(whole in held or parts and all(p in held for p in parts) for whole, parts in words):
+            return []
+    return asked
