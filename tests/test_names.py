@@ -44,6 +44,9 @@ from tests.conftest import synced_index
         ("Does Obsidian Publish support Google Analytics or Plausible?",
          ["Obsidian Publish", "Google Analytics", "Plausible"]),  # fmt: skip
         ("怎么把笔记同步到 Google Drive？", ["Google Drive"]),
+        # a Chinese question with long English names is still Chinese, not Title Case
+        ("Kubernetes 和 Docker Swarm 哪个更适合部署 Lumen？",
+         ["Kubernetes", "Docker Swarm", "Lumen"]),  # fmt: skip
         # identifiers side by side are names of their own
         ("UBC13 acts at PCNA K164 and SHP-2 MAPK", ["UBC13", "PCNA", "K164", "SHP-2", "MAPK"]),
         ("", []),

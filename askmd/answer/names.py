@@ -54,7 +54,7 @@ _NOT_NAMES = frozenset(
 
 def named(question: str) -> list[str]:
     """The names in a question, as written, in order, each once."""
-    cjk = cjk_share(question) >= CJK_QUESTION
+    cjk = _chinese(question)
     words = [m.group() for m in _WORD.finditer(question) if not m.group().startswith("`")]
     content = [w for w in words if w.lower() not in STOPWORDS and w.isalpha()]
     title_case = len(content) >= 3 and all(w[:1].isupper() for w in content)
@@ -87,6 +87,20 @@ def named(question: str) -> list[str]:
         if name and name not in found:
             found.append(name)
     return found
+
+
+def _chinese(question: str) -> bool:
+    """Whether a question is written in Chinese or Japanese: by its letters, or by its
+    words, as a Chinese question may name long English things ("Kubernetes 和 Docker
+    Swarm 哪个更适合…": a quarter of its letters, but most of its words, are CJK)."""
+    if cjk_share(question) >= CJK_QUESTION:
+        return True
+    han = len(_CJK_CHAR.findall(question))
+    return han > 0 and han >= len(_LATIN_WORD.findall(question))
+
+
+_CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\u3040-\u30ff\uac00-\ud7af]")
+_LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
 
 def _is_name(word: str, before: str, cjk: bool, title_case: bool) -> bool:
