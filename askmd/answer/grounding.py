@@ -137,7 +137,7 @@ class Verdict:
     # the names the question asks about that the notes never mention (names.py)
     unmentioned: list[str] = field(default_factory=list)
     # the kinds of value the question asks for that no close sentence gives
-    # (answer_kinds.py): "price", "date", "shortcut", "number"
+    # (answer_kinds.py): "price", "date", "time", "shortcut", "number"
     lacking: list[str] = field(default_factory=list)
     # the names the question weighs against each other that no passage names together
     # (compared.py)
