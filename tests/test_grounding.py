@@ -296,10 +296,10 @@ def test_gold_recall_reads_the_gold_as_the_answer_shows_it() -> None:
 
     gold = ("With the release of [Obsidian v0.15.0](https://obsidian.md/changelog/"
             "2022-06-14-desktop-v0.15.0/), pop-out windows came to the desktop.",
-            "If it only runs sometimes, use [[checkCallback|checkCallback()]] instead.")  # fmt: skip
+            "If it only runs sometimes, use [[checkCallback|checkCallback()]].")  # fmt: skip
     answer = (
         "- With the release of Obsidian v0.15.0, pop-out windows came to the desktop. [1]\n"
-        "- If it only runs sometimes, use checkCallback() instead. [2]"
+        "- If it only runs sometimes, use checkCallback(). [2]"
     )
     assert evaluate.recall(gold, answer) == 1.0
     assert evaluate.recall(gold, "- Pop-out windows came to the desktop. [1]") < 0.5

@@ -41,12 +41,16 @@ from tests.conftest import synced_index
         ("〈出师表〉和《三体》", ["出师表", "三体"]),
         # capitalised names side by side are one name
         ("How do I sync my vault to Google Drive?", ["Google Drive"]),
-        ("Does Obsidian Publish support Google Analytics or Plausible?",
-         ["Obsidian Publish", "Google Analytics", "Plausible"]),  # fmt: skip
+        (
+            "Does Obsidian Publish support Google Analytics or Plausible?",
+            ["Obsidian Publish", "Google Analytics", "Plausible"],
+        ),  # fmt: skip
         ("怎么把笔记同步到 Google Drive？", ["Google Drive"]),
         # a Chinese question with long English names is still Chinese, not Title Case
-        ("Kubernetes 和 Docker Swarm 哪个更适合部署 Lumen？",
-         ["Kubernetes", "Docker Swarm", "Lumen"]),  # fmt: skip
+        (
+            "Kubernetes 和 Docker Swarm 哪个更适合部署 Lumen？",
+            ["Kubernetes", "Docker Swarm", "Lumen"],
+        ),  # fmt: skip
         # identifiers side by side are names of their own
         ("UBC13 acts at PCNA K164 and SHP-2 MAPK", ["UBC13", "PCNA", "K164", "SHP-2", "MAPK"]),
         ("", []),
@@ -142,7 +146,8 @@ NOTES = {
         "# tmux 会话\n\n用 `tmux new -s 名字` 新建会话，按前缀键加 d 离开会话，会话仍在后台运行。\n"
     ),
     "读书/红楼梦.md": (
-        "# 读书笔记\n\n《红楼梦》是曹雪芹写的长篇小说，前八十回由他写成，后四十回一般认为是高鹗续写的。\n"
+        "# 读书笔记\n\n《红楼梦》是曹雪芹写的长篇小说，前八十回由他写成，"
+        "后四十回一般认为是高鹗续写的。\n"
     ),
 }
 

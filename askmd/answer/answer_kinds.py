@@ -218,9 +218,7 @@ def echoed_words(question: str) -> set[str]:
     return set(_WORDS.findall(question.lower()))
 
 
-def gives(
-    kind: Kind, sentence: str, echoed: set[str] = frozenset(), figure: bool = False
-) -> bool:
+def gives(kind: Kind, sentence: str, echoed: set[str] = frozenset(), figure: bool = False) -> bool:
     """Whether a sentence gives a value of this kind. A value made of the question's own
     words (`echoed`) does not count: "2.0" does not say when 2.0 comes out. With `figure`,
     a number must be written in digits ("2 seconds", not "at once")."""

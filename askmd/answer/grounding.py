@@ -65,11 +65,12 @@ CJK_OF_ENGLISH = Calibration(0.21)  # ..., a CJK question about English passages
 ENGLISH_OF_CJK = Calibration(0.36)  # ..., a Latin-script question about CJK passages
 MIN_CONFIDENCE = 0.5
 # What is left of the confidence when the question names something the notes never
-# mention (names.py), or weighs things no passage names together (compared.py): below the default line whatever the cosines say. Passages on the
-# same topic come close to such a question ("a MySQL server" against the notes'
-# PostgreSQL) without answering it, and an answer made of them would be confidently
-# wrong; a decline names the missing thing and still points at those passages. A user
-# who sets ASKMD_MIN_CONFIDENCE to this or lower lets such questions through.
+# mention (names.py), or weighs things no passage names together (compared.py): below
+# the default line whatever the cosines say. Passages on the same topic come close to
+# such a question ("a MySQL server" against the notes' PostgreSQL) without answering it,
+# and an answer made of them would be confidently wrong; a decline names the missing
+# thing and still points at those passages. A user who sets ASKMD_MIN_CONFIDENCE to this
+# or lower lets such questions through.
 UNMENTIONED = 0.4
 # ... unless a sentence comes this far above the reading's line (0.70 for English): it
 # restates the question and may name the thing otherwise ("Aβ" for "AlphaBeta"). Lower,
@@ -231,7 +232,9 @@ class Grounding:
         similarity = float(scores.max()) if len(scores) else 0.0
         coverage = max(self.coverage(question, hit) for hit in top)
         confidence = combined(similarity, coverage, calibration)
-        missing = names.unmentioned(question, self.mentioned, self.together) if self.mentioned else []
+        missing = (
+            names.unmentioned(question, self.mentioned, self.together) if self.mentioned else []
+        )
         apart = compared.apart(question, top)
         close = [s for s, v in by_sentence.items() if v >= similarity - CLOSE]
         # the frames are only looked up for a question that asks for a kind
