@@ -172,6 +172,7 @@ ASK_JSON_FIELDS = [
     "dates",
     "unmentioned",
     "lacking",
+    "uncompared",
 ]
 
 
