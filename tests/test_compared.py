@@ -21,6 +21,10 @@ from tests.conftest import synced_index
         ("Is Zellij vs GNU Screen a close call?", ["Zellij", "GNU Screen"]),
         ("Which is faster for big vaults, Dataview or Omnisearch?", ["Dataview", "Omnisearch"]),
         ("Python 和 Go 相比，哪个更适合写命令行工具？", ["Python", "Go"]),
+        ("Which editor, Vim vs Emacs?", ["Vim", "Emacs"]),
+        # "VS Code" is a name, 更好地 "better" as in "make better use of"
+        ("How do I open VS Code from Obsidian?", []),
+        ("如何更好地使用 Obsidian Sync 和 Git？", []),
         # a choice between two ways of doing one thing weighs nothing
         ("How do I switch between Reading view or Live Preview?", []),
         ("Can I use Dropbox or iCloud to sync?", []),

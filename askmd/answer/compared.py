@@ -26,11 +26,13 @@ if TYPE_CHECKING:
 
 _WEIGHS = re.compile(
     r"\b(better|worse|best|worst|faster|slower|easier|harder|simpler|cheaper|safer|lighter"
-    r"|superior|inferior|preferable|versus|vs|compared? (to|with)|comparison)\b"
+    r"|superior|inferior|preferable|versus|compared? (to|with)|comparison)\b"
+    r"|(?-i:\bvs\b)(?!\.?\s*code\b)"
     r"|\b(more|less) \w+ than\b|\bprefer\w*\b[^?!.]*\b(or|over|to)\b"
     r"|\b(should|would)\b[^?!.]*\b(use|learn|choose|pick|get|buy|go with|start with)\b"
     r"[^?!.]*\bor\b"
-    r"|哪个更|哪一个更|哪个好|哪个比较|更好|更适合|更快|更强|更方便|更容易|更简单"
+    # 更好地 is "make better use of", not a comparison
+    r"|哪个更|哪一个更|哪个好|哪个比较|更好(?!地)|更适合|更快|更强|更方便|更容易|更简单"
     r"|还是[^？?。]*(好|合适|推荐|值得|适合)|相比|对比|比较好|优劣|孰优|哪个强",
     re.IGNORECASE,
 )
