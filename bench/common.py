@@ -269,6 +269,8 @@ def to_docx(docs: list[tuple[str, str]], target: Path) -> None:
 def print_pdf(page: Path, target: Path) -> None:
     """The HTML page printed to PDF by headless Chromium, with an outline of its headings."""
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        raise SystemExit("error: printing the PDF needs Chromium (Debian: apt install chromium)")
     subprocess.run(
         [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer",
          "--generate-pdf-document-outline", f"--print-to-pdf={target}", page.as_uri()],
