@@ -50,6 +50,10 @@ from tests.conftest import ROOT, clean_env, synced_index, write_notes
         ("How do I sync my vault to another device?", []),
         ("插件什么时候加载？", []),
         ("这个方案有几点好处？", []),  # 几点 here counts points, not hours
+        ("《原则》的五步流程是哪几点？", []),
+        ("我现在用什么时间管理方法？", []),  # time management, not a time
+        ("What time zone is the Berlin team in?", []),
+        ("What time tracking tool do we use?", []),
         ("", []),
     ],
 )
@@ -95,9 +99,13 @@ def test_what_gives_a_value_of_each_kind() -> None:
     assert lacking("What time is the standup?", "Standup is at 9:30 in room 4.") == []
     assert lacking("What time is the standup?", "We meet at 10am sharp.") == []
     assert lacking("What time is the standup?", "Standup moved to March 3.") == []
-    assert lacking("What time is the standup?", "Standup is in room 4.") == ["time"]
+    assert lacking("What time is the standup?", "Standup is in the big room.") == ["time"]
     assert lacking("周会几点开始？", "周会每周一上午十点开始。") == []
     assert lacking("周会几点开始？", "周会在三楼会议室。") == ["time"]
+    # any figure may be a time of day: "2–4", "9 sharp", "16.00 CET"; and a meal
+    assert lacking("What time are office hours?", "Thursdays, 2–4 in room 3.") == []
+    assert lacking("What time is the standup?", "It starts at 9 sharp.") == []
+    assert lacking("What time is the review?", "Every other Thursday after lunch.") == []
 
 
 def test_figure_asks_for_digits() -> None:
@@ -130,6 +138,10 @@ NOTES = {
         "# Coffee\n\nThe roastery by the station sells single-origin beans. A bag of "
         "beans costs $14 and lasts about two weeks.\n"
     ),
+    "meetings.md": (
+        "# Meetings\n\nThe weekly sync is on Tuesdays in room B. It begins at 10:30 and "
+        "ends at 11:15.\n"
+    ),
     "备份.md": ("# 备份\n\n每天晚上自动把笔记库备份到外接硬盘，保留最近三十份备份。\n"),
     "journal/2025-03.md": (
         "# March 2025\n\n## 2025-03-08\n\nFinally bought the new bike, a blue city bike "
@@ -158,6 +170,13 @@ def test_a_question_for_a_price_the_notes_never_give_is_declined_and_says_so(ind
     assert result.to_json()["lacking"] == ["price"]
     assert result.citations == [] and result.nearest
     assert result.nearest[0].source == "sync.md"
+
+
+def test_the_value_may_be_in_the_sentence_after_the_closest(index) -> None:
+    """The time is in the sentence after the one that names the meeting."""
+    result = index.ask("What time do I need to dial in for the weekly sync?", [], 5)
+    assert result.answered is True and result.lacking == []
+    assert "10:30" in result.text
 
 
 def test_a_chinese_question_for_a_price_is_declined_in_chinese(index) -> None:

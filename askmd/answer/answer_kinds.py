@@ -14,8 +14,8 @@ question answering, kept to kinds a pattern can see in English and Chinese text:
   month, a date or a period (世纪, 时期), in a sentence or in the heading or file name
   of its passage (a journal's day), and by a version to a question about versions or
   changes ("since which version", "when was it added");
-- a time of day: "what time", 几点开始; given by a clock time (9:30, 10am, 十点), a part of
-  the day (noon, 上午), or a date;
+- a time of day: "what time", 几点开始; given by any figure (9:30, 10am, "2–4"), a clock
+  time in words (十点), a part of the day or a meal (noon, 上午, after lunch), or a date;
 - a keyboard shortcut: "shortcut", "hotkey", 快捷键; given by a modifier key (Ctrl, ⌘),
   a function key or a key in angle brackets (`<Ctrl b>`);
 - a number: "how many", "how long", 多少, 几个; given by a figure that stands alone (not
@@ -153,14 +153,18 @@ NUMBER = Kind(
 TIME = Kind(
     "time",
     re.compile(
-        r"\bwhat time\b|\bat what time\b|\bwhat hour\b"
-        r"|几点(?:钟|半|[开关到出起结下上睡吃见回散]|[？?]|$)|什么时间|几时",
+        # not "what time zone", "what time tracking tool", 哪几点 (which points), 时间管理
+        r"\b(?:at )?what (?:time|hour)\b(?!\s+(?:zones?|tracking|management|format|frame"
+        r"|period|limit|series|stamps?|complexity)\b)"
+        r"|(?<!哪)几点(?:钟|半|[开关到出起结下上睡吃见回散]|[？?]|$)"
+        r"|什么时间(?=[开关到出起结下上睡吃见回散]|[？?]|$)|几时",
         re.IGNORECASE,
     ),
     re.compile(
-        r"(?<!\d)\d{1,2}[:：]\d\d(?!\d)|(?i:\b\d{1,2}(?:[:.]\d\d)?\s?(?:am|pm|a\.m\.|p\.m\.)(?!\w))"
-        r"|(?i:\b(noon|midday|midnight|o'clock|morning|afternoon|evening|tonight)\b)"
-        r"|\d+\s*[点时]|[一二三四五六七八九十两]+点|[早上中下晚]午|早上|晚上|凌晨|傍晚|中午"
+        # any figure may be a time of day ("10:30", "2–4", "9 sharp", "16.00 CET")
+        r"\d|(?i:\b(noon|midday|midnight|o'clock|morning|afternoon|evening|tonight"
+        r"|lunch|breakfast|dinner)\b)"
+        r"|[一二三四五六七八九十两]+点|[早上中下晚]午|早上|晚上|凌晨|傍晚|中午|饭后|午饭|午餐|晚饭"
         rf"|{DATE.gives.pattern}"
     ),
 )

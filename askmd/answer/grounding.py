@@ -220,10 +220,14 @@ class Grounding:
             return Verdict(False, 0.0, 0.0, 0.0, "")
         question = _undated(question, top[0])
         found: list[str] = []
+        after: dict[str, str] = {}  # each sentence's next one in its passage
         for hit in top:
-            for sentence in self.split(hit.text):
+            said = self.split(hit.text)
+            for sentence, following in itertools.zip_longest(said, said[1:]):
                 if sentence not in found:
                     found.append(sentence)
+                    if following:
+                        after[sentence] = following
         found = found[:MAX_SENTENCES]
         passages = [_headed(hit) for hit in top] if WHOLE_PASSAGES else []
         model, calibration = self.reader(question, [hit.text for hit in top])
@@ -237,8 +241,11 @@ class Grounding:
         )
         apart = compared.apart(question, top)
         close = [s for s, v in by_sentence.items() if v >= similarity - CLOSE]
-        # the frames are only looked up for a question that asks for a kind
-        lacking = answer_kinds.lacking(question, itertools.chain(close, _around(close, top)))
+        # the frames are only looked up for a question that asks for a kind; the sentence
+        # after a close one may give the value ("The sync is on Tuesdays. It begins at
+        # 10:30.")
+        nexts = (after[s] for s in close if s in after)
+        lacking = answer_kinds.lacking(question, itertools.chain(close, _around(close, top), nexts))
         above = similarity - calibration.line
         # a comparison no passage makes is declined however close: a sentence that made
         # it would name what it weighs
