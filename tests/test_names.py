@@ -51,6 +51,10 @@ from tests.conftest import synced_index
             "Kubernetes 和 Docker Swarm 哪个更适合部署 Lumen？",
             ["Kubernetes", "Docker Swarm", "Lumen"],
         ),  # fmt: skip
+        ("How much storage does iCloud Drive give me?", ["iCloud Drive"]),
+        # not joined: a word in capitals for emphasis, lower-case words of a Chinese question
+        ("Is Sketch REALLY Mac-only?", ["Sketch", "REALLY", "Mac-only"]),
+        ("用 Obsidian 写 daily notes 还是用 Notion 好？", ["Obsidian", "daily", "notes", "Notion"]),
         # identifiers side by side are names of their own
         ("UBC13 acts at PCNA K164 and SHP-2 MAPK", ["UBC13", "PCNA", "K164", "SHP-2", "MAPK"]),
         ("", []),
@@ -89,6 +93,18 @@ def test_a_chinese_title_is_mentioned_when_the_notes_hold_each_of_its_pairs() ->
     assert names.unmentioned("《三体》讲了什么？", mentioned) == []
     assert names.unmentioned("《水浒传》讲了什么？", mentioned) == ["水浒传"]
     assert names.unmentioned("《楼梦红》讲了什么？", mentioned) == ["楼梦红"]
+
+    # each pair held somewhere, never together: 时间 and 间简 of "时间简短", 简史 of 人类简史
+    chunks = [{"时间", "间简", "简短"}, {"人类", "类简", "简史"}]
+
+    def somewhere(terms: list[str]) -> set[str]:
+        return {t for t in terms if any(t in chunk for chunk in chunks)}
+
+    def together(terms: list[str]) -> bool:
+        return any(set(terms) <= chunk for chunk in chunks)
+
+    assert names.unmentioned("《时间简史》讲了什么？", somewhere, together) == ["时间简史"]
+    assert names.unmentioned("《人类简史》讲了什么？", somewhere, together) == []
 
 
 def test_a_name_of_several_words_is_mentioned_when_one_chunk_holds_them_all() -> None:

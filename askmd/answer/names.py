@@ -30,6 +30,7 @@ from collections.abc import Callable
 from askmd.terms import STOPWORDS, cjk_share, terms
 
 CJK_QUESTION = 0.3  # the share of CJK letters that makes a question Chinese or Japanese
+ACRONYM = 4  # letters; a longer word in capitals is emphasis ("REALLY"), not a name to join
 SHORTEST = 3  # letters; shorter names (`C`, `Go`, `UI`) are too often part of other words
 
 _WORD = re.compile(
@@ -79,8 +80,14 @@ def named(question: str) -> list[str]:
             name = word.strip("+#") if word.endswith("+") else word
         else:
             continue
-        # plain words join, not identifiers: "PCNA K164" and "SHP-2 MAPK" are two names each
-        joins = name.isalpha() and (name[:1].isupper() or cjk)
+        # capitalised plain words join ("Google Drive", "iCloud Drive"), not identifiers
+        # ("PCNA K164" and "SHP-2 MAPK" are two names each), nor a word in capitals for
+        # emphasis ("Sketch REALLY")
+        joins = (
+            name.isalpha()
+            and (name[:1].isupper() or bool(_INNER_CAPITAL.search(name)))
+            and not (name.isupper() and len(name) > ACRONYM)
+        )
         if joins and joined and found[-1:] == [joined[0]] and question[joined[1] : start] == " ":
             name = f"{found.pop()} {name}"  # "Google Drive": one name of two words
         joined = (name, end) if joins else None
@@ -125,10 +132,11 @@ def unmentioned(
     """The question's names the notes never mention. `mentioned(terms)` gives the terms
     the folder holds, whole or continued by a digit or a joiner, so `python` is found in
     `python3`. A joined name is also mentioned when each of its parts is: the notes may
-    write `anti-interleukin 2` for `anti-interleukin-2`. A name of several words
-    (`Google Drive`, `mise use`) is mentioned when each word is and, given `together`,
-    one chunk holds them all: notes that say "Google Fonts" and "the local drive" never
-    mention Google Drive. Words and parts under SHORTEST letters are not checked."""
+    write `anti-interleukin 2` for `anti-interleukin-2`. A name of several words or parts
+    (`Google Drive`, `mise use`, the pairs of `时间简史`) is mentioned when each is and,
+    given `together`, one chunk holds them all: notes that say "Google Fonts" and "the
+    local drive" never mention Google Drive. Words and parts under SHORTEST letters are
+    not checked."""
     names = {name: words(name) for name in named(question)}
     asked = sorted({t for kept in names.values() for w, parts in kept for t in (w, *parts)})
     if not asked:
@@ -139,9 +147,8 @@ def unmentioned(
         return whole in held or bool(parts) and all(p in held for p in parts)
 
     def apart(kept: list[tuple[str, tuple[str, ...]]]) -> bool:
-        if together is None or len(kept) < 2:
-            return False
-        return not together([t for w, parts in kept for t in ([w] if w in held else parts)])
+        needed = [t for w, parts in kept for t in ([w] if w in held else parts)]
+        return together is not None and len(needed) > 1 and not together(needed)
 
     return [
         name
