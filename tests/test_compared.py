@@ -25,6 +25,10 @@ from tests.conftest import synced_index
         # "VS Code" is a name, 更好地 "better" as in "make better use of"
         ("How do I open VS Code from Obsidian?", []),
         ("如何更好地使用 Obsidian Sync 和 Git？", []),
+        # only the names on either side of "or", "than", 和…: not the place or team
+        ("Should our Berlin designers use Figma or Sketch?", ["Figma", "Sketch"]),
+        ("Is Linear better than Jira for the Berlin team?", ["Linear", "Jira"]),
+        ("What's the best way to share Figma files with the Berlin office?", []),
         # a choice between two ways of doing one thing weighs nothing
         ("How do I switch between Reading view or Live Preview?", []),
         ("Can I use Dropbox or iCloud to sync?", []),

@@ -14,6 +14,7 @@ weighs nothing.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -38,12 +39,33 @@ _WEIGHS = re.compile(
 )
 
 
+# What stands between two names that are weighed: "X or Y", "X better than Y", "X 和 Y".
+_BETWEEN = re.compile(
+    r"[\s,，、]*(?:(?:(?:is|are)\s+)?(?:(?:much|far|a lot)\s+)?(?:\w+\s+)?(?:than|over)"
+    r"|or|vs\.?|versus|and|compared\s+(?:to|with)|和|与|跟|同|还是用?|或者?|或是|比|对比|相比)"
+    r"[\s,，、]*(?:(?:the|a|an)\s+)?",
+    re.IGNORECASE,
+)
+
+
 def weighed(question: str) -> list[str]:
-    """The names a question weighs against each other; [] when it compares nothing."""
+    """The names a question weighs against each other: those on either side of "or",
+    "than", "vs", 和, 还是…, not the place or team it asks about ("Should our Berlin
+    designers use Figma or Sketch?": Figma and Sketch). [] when it compares nothing."""
     if not _WEIGHS.search(question):
         return []
-    found = names.named(question)
-    return found if len(found) >= 2 else []
+    placed: list[tuple[int, int, str]] = []
+    start = 0
+    for name in names.named(question):
+        at = question.find(name, start)
+        if at >= 0:
+            placed.append((at, at + len(name), name))
+            start = at + len(name)
+    found: list[str] = []
+    for (_, end, first), (begin, _, second) in itertools.pairwise(placed):
+        if _BETWEEN.fullmatch(question[end:begin]):
+            found += [n for n in (first, second) if n not in found]
+    return found
 
 
 def apart(question: str, hits: Sequence[Hit]) -> list[str]:
