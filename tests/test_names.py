@@ -124,7 +124,26 @@ def test_a_name_of_several_words_is_mentioned_when_one_chunk_holds_them_all() ->
     assert names.unmentioned(ask("Google Drive"), mentioned) == []
 
 
+def test_a_missing_name_offered_as_one_choice_of_several_is_an_alternative() -> None:
+    """ "Zoom or Google Meet?" is answered by notes that say Zoom: the missing choice is
+    reported, not a reason to decline; both missing, it is."""
+    assert names.alternatives("Is the standup on Zoom or Google Meet?", ["Google Meet"]) == [
+        "Google Meet"
+    ]
+    assert names.alternatives("周会用腾讯会议还是 Google Meet？", ["Google Meet"]) == [
+        "Google Meet"
+    ]
+    assert names.alternatives("Google Meet 还是腾讯会议？", ["Google Meet"]) == ["Google Meet"]
+    both = ["Dropbox", "Google Drive"]
+    assert names.alternatives("Can I sync with Dropbox or Google Drive?", both) == []
+    assert names.alternatives("How do I query MySQL from a plugin?", ["MySQL"]) == []
+
+
 NOTES = {
+    "日程.md": (
+        "# 日程\n\n- 周会：每周一上午十点，腾讯会议，时间简短，控制在半小时内。\n"
+        "- 健身：每周三晚上七点半。\n"
+    ),
     "plugins/fonts.md": (
         "# Fonts\n\nA theme can load a web font from Google Fonts with an @import rule at "
         "the top of the theme's CSS file.\n"
@@ -237,6 +256,13 @@ def test_a_question_about_a_service_the_notes_name_only_in_parts_is_declined(ind
 
     fonts = index.ask("How does a theme load a web font from Google Fonts?", [], 5)
     assert fonts.answered is True and fonts.unmentioned == []
+
+
+def test_a_choice_the_notes_make_is_answered_though_they_never_name_the_other(index) -> None:
+    result = index.ask("周会用腾讯会议还是 Google Meet？", [], 5)
+    assert result.answered is True
+    assert result.unmentioned == ["Google Meet"]
+    assert "腾讯会议" in result.text
 
 
 def test_a_passage_that_restates_the_question_answers_it_and_the_name_is_still_reported(

@@ -247,9 +247,11 @@ class Grounding:
         nexts = (after[s] for s in close if s in after)
         lacking = answer_kinds.lacking(question, itertools.chain(close, _around(close, top), nexts))
         above = similarity - calibration.line
-        # a comparison no passage makes is declined however close: a sentence that made
-        # it would name what it weighs
-        if missing and above < RESTATES or apart or lacking and above < KIND_RESTATES:
+        # a missing name offered as one choice of several ("Zoom or Google Meet?") is
+        # reported, not a reason to decline; a comparison no passage makes is declined
+        # however close, as a sentence that made it would name what it weighs
+        blocking = [m for m in missing if m not in names.alternatives(question, missing)]
+        if blocking and above < RESTATES or apart or lacking and above < KIND_RESTATES:
             confidence *= UNMENTIONED
         return Verdict(
             confidence >= self.min_confidence,

@@ -157,6 +157,30 @@ def unmentioned(
     ]
 
 
+def alternatives(question: str, missing: list[str]) -> list[str]:
+    """The missing names offered as one choice of several ("Zoom or Google Meet?",
+    "腾讯会议还是 Google Meet？") whose other choice is not missing too: the notes may
+    answer with the other one, so such a name is reported but is no reason to decline."""
+    found = []
+    for name in missing:
+        at = question.find(name)
+        if at < 0:
+            continue
+        before = _CHOICE_BEFORE.search(question[:at])
+        after = _CHOICE_AFTER.match(question[at + len(name) :])
+        others = [m.group("other") for m in (before, after) if m]
+        if any(not any(o.startswith(n) or n.startswith(o) for n in missing) for o in others):
+            found.append(name)
+    return found
+
+
+# "X or " before a name, " or Y" after it: the other choice is X or Y
+_CHOICE = r"(?:\bor\b|还是|或者|或是|或)"
+_OTHER = r"[\w+#.-]+"
+_CHOICE_BEFORE = re.compile(rf"(?P<other>{_OTHER})\s*{_CHOICE}\s*(?:the\s+|a\s+|an\s+|用)?$")
+_CHOICE_AFTER = re.compile(rf"\s*{_CHOICE}\s*(?:the\s+|a\s+|an\s+|用)?(?P<other>{_OTHER})")
+
+
 def words(name: str) -> list[tuple[str, tuple[str, ...]]]:
     """Each word of a name as the index keeps it: the whole token, and its parts when it
     joins several (`pre-miRNA`: `pre-mirna`, and `pre`, `mirna`). A Chinese word's parts
