@@ -22,6 +22,10 @@ from tests.conftest import synced_index
         ("Which is faster for big vaults, Dataview or Omnisearch?", ["Dataview", "Omnisearch"]),
         ("Python 和 Go 相比，哪个更适合写命令行工具？", ["Python", "Go"]),
         ("Which editor, Vim vs Emacs?", ["Vim", "Emacs"]),
+        # the first word of the question is a name when it is weighed against one
+        ("Notion vs Logseq?", ["Notion", "Logseq"]),
+        ("Notion or Logseq, which is better for a team wiki?", ["Notion", "Logseq"]),
+        ("Should I use Notion or Logseq?", ["Notion", "Logseq"]),
         # "VS Code" is a name, 更好地 "better" as in "make better use of"
         ("How do I open VS Code from Obsidian?", []),
         ("如何更好地使用 Obsidian Sync 和 Git？", []),

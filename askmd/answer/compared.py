@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from askmd.answer import names
-from askmd.terms import terms
+from askmd.terms import STOPWORDS, terms
 
 if TYPE_CHECKING:
     from askmd.search.retriever import Hit
@@ -48,6 +48,9 @@ _BETWEEN = re.compile(
 )
 
 
+_FIRST = re.compile(r"\s*([A-Z][A-Za-z0-9]*)")
+
+
 def weighed(question: str) -> list[str]:
     """The names a question weighs against each other: those on either side of "or",
     "than", "vs", 和, 还是…, not the place or team it asks about ("Should our Berlin
@@ -56,7 +59,13 @@ def weighed(question: str) -> list[str]:
         return []
     placed: list[tuple[int, int, str]] = []
     start = 0
-    for name in names.named(question):
+    found_names = names.named(question)
+    first = _FIRST.match(question)
+    if first and first.group(1) not in found_names and first.group(1).lower() not in STOPWORDS:
+        # "Notion vs Logseq?": the first word starts the sentence, so names.py does not
+        # count it; weighed against a name, it is one
+        found_names.insert(0, first.group(1))
+    for name in found_names:
         at = question.find(name, start)
         if at >= 0:
             placed.append((at, at + len(name), name))
