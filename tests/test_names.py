@@ -105,6 +105,10 @@ def test_a_chinese_title_is_mentioned_when_the_notes_hold_each_of_its_pairs() ->
 
     assert names.unmentioned("《时间简史》讲了什么？", somewhere, together) == ["时间简史"]
     assert names.unmentioned("《人类简史》讲了什么？", somewhere, together) == []
+    # a joined word's parts may be written apart: "PPAR and RXR" for PPAR-RXRs
+    chunks.append({"ppar", "ligand"})
+    chunks.append({"rxr"})
+    assert names.unmentioned("Are PPAR-RXRs inhibited?", somewhere, together) == []
 
 
 def test_a_name_of_several_words_is_mentioned_when_one_chunk_holds_them_all() -> None:

@@ -147,8 +147,11 @@ def unmentioned(
         return whole in held or bool(parts) and all(p in held for p in parts)
 
     def apart(kept: list[tuple[str, tuple[str, ...]]]) -> bool:
+        # several words, or a Chinese name's pairs; not a joined word's parts, which the
+        # notes may write apart ("PPAR and RXR" for PPAR-RXRs: SciFact)
+        several = len(kept) > 1 or any(cjk_share(w) > 0 for w, _ in kept)
         needed = [t for w, parts in kept for t in ([w] if w in held else parts)]
-        return together is not None and len(needed) > 1 and not together(needed)
+        return together is not None and several and len(needed) > 1 and not together(needed)
 
     return [
         name
