@@ -95,6 +95,9 @@ def test_what_gives_a_value_of_each_kind() -> None:
     assert lacking("When was Sync released?", "You may sync any vault.") == ["date"]
     assert lacking("宽带是哪一年开通的？", "一年续费一次。") == ["date"]
     assert lacking("What's the shortcut for the graph?", "See [`x`](Point/x).") == ["shortcut"]
+    # the question's "a" is not the key of Ctrl+a
+    shortcut = "What's the keyboard shortcut to split a tmux pane side by side?"
+    assert lacking(shortcut, "Split vertically with Ctrl+a then `|`.") == []
     # a time of day, or a date, answers "what time"
     assert lacking("What time is the standup?", "Standup is at 9:30 in room 4.") == []
     assert lacking("What time is the standup?", "We meet at 10am sharp.") == []

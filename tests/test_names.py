@@ -23,6 +23,9 @@ from tests.conftest import synced_index
         ("what is snake_case and where is config.yaml", ["snake_case", "config.yaml"]),
         ("hyperfine 的 --warmup 参数有什么用？", ["hyperfine", "--warmup"]),
         ("lazygit 里怎么一次暂存所有改动？", ["lazygit"]),
+        # letters with accents are letters of the name
+        ("Tomás 六月要搬去哪里？", ["Tomás"]),
+        ("When did José join the team?", ["José"]),
         # a file extension written with its dot names a format
         ("how do I export the whole vault to a .docx file", [".docx"]),
         # not names: the first word of a sentence, "I", common words, hyphenated words

@@ -33,6 +33,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from askmd.terms import STOPWORDS
+
 
 @dataclass(frozen=True)
 class Kind:
@@ -218,8 +220,10 @@ def lacking(question: str, sentences: Iterable[str]) -> list[str]:
 
 
 def echoed_words(question: str) -> set[str]:
-    """The question's own words: a value made of them gives nothing."""
-    return set(_WORDS.findall(question.lower()))
+    """The question's own words, stop words aside: a value made of them gives nothing
+    ("2.0" of "When is 2.0 out?"), but the "a" of "split a pane" is not the key of
+    Ctrl+a."""
+    return set(_WORDS.findall(question.lower())) - STOPWORDS
 
 
 def gives(kind: Kind, sentence: str, echoed: set[str] = frozenset(), figure: bool = False) -> bool:

@@ -33,8 +33,11 @@ CJK_QUESTION = 0.3  # the share of CJK letters that makes a question Chinese or 
 ACRONYM = 4  # letters; a longer word in capitals is emphasis ("REALLY"), not a name to join
 SHORTEST = 3  # letters; shorter names (`C`, `Go`, `UI`) are too often part of other words
 
+# A letter of a spaced script, accents included (Tomás, José), and a letter or digit.
+_LETTER = r"(?:(?![\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff])[^\W\d_])"
+_ALNUM = rf"(?:{_LETTER}|\d)"
 _WORD = re.compile(
-    r"`[^`\n]+`|(?:(?<![\w-])--?|(?<![\w.])\.)?[A-Za-z][A-Za-z0-9]*(?:[_./+#-][A-Za-z0-9]+)*\+*"
+    rf"`[^`\n]+`|(?:(?<![\w-])--?|(?<![\w.])\.)?{_LETTER}{_ALNUM}*(?:[_./+#-]{_ALNUM}+)*\+*"
 )
 # Chinese title marks around a name: 《书名》, 〈篇名〉.
 _TITLE = re.compile(r"《\s*([^《》\n]{1,40}?)\s*》|〈\s*([^〈〉\n]{1,40}?)\s*〉")
@@ -107,7 +110,7 @@ def _chinese(question: str) -> bool:
 
 
 _CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\u3040-\u30ff\uac00-\ud7af]")
-_LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_LATIN_WORD = re.compile(rf"{_LETTER}{_ALNUM}*")
 
 
 def _is_name(word: str, before: str, cjk: bool, title_case: bool) -> bool:
