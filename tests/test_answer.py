@@ -312,6 +312,11 @@ SENTENCES = [
     ),
     ("stopwords-only-dropped", "It is. What is this? Redis is fast.", ["Redis is fast."]),
     ("version-number-not-a-break", "Version 1.2 is out.", ["Version 1.2 is out."]),
+    (
+        "inline-code-not-a-break",
+        "To list the largest files, run `du -ah . | sort -rh`. Then look. An odd ` stays.",
+        ["To list the largest files, run `du -ah . | sort -rh`.", "Then look.", "An odd ` stays."],
+    ),  # fmt: skip
     ("empty", "", []),
     ("code-only", "```\ncode only.\n```", []),
 ]

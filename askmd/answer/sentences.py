@@ -11,7 +11,8 @@ from askmd.terms import content_terms, has_cjk
 
 FRAGMENT_CHARS = 240  # the longest quoted fragment
 
-SENTENCE = re.compile(r"[^\n]+?(?:[.!?](?=\s)|[。！？；]+|$)", re.M)
+# Inline code is one piece: the "." of `du -ah . | sort` ends no sentence.
+SENTENCE = re.compile(r"(?:`[^`\n]+`|[^\n])+?(?:[.!?](?=\s)|[。！？；]+|$)", re.M)
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 SKIP_LINE = re.compile(r"^\s*(?:#{1,6}\s|\|?\s*:?-{3,}|[-*_]{3,}\s*$|<!--)")
 # A table's delimiter row: GitHub's needs one hyphen a cell ("|:-|-:|"); without a pipe,
