@@ -17,12 +17,13 @@ import unicodedata
 
 VERSION = "2"  # bump when terms, or the keyword fields stored, change: older indexes rebuild
 
+# A CJK ideograph, kana or hangul: the one definition, for other modules' patterns too.
+CJK_CLASS = r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af\uff66-\uff9f]"
 # One token: a run of CJK ideographs/kana/hangul, or a Latin/digit word that may carry
 # inner joiners (-, _, ., /, :) as identifiers, paths and versions do.
-_CJK_CLASS = r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af\uff66-\uff9f]"
-_WORD_CHAR = rf"(?:(?!{_CJK_CLASS})[^\W_])"  # a letter or digit of a spaced script
-_TOKEN = re.compile(rf"{_CJK_CLASS}+|{_WORD_CHAR}(?:{_WORD_CHAR}|_|[-.:/](?={_WORD_CHAR}))*")
-_CJK = re.compile(_CJK_CLASS)
+_WORD_CHAR = rf"(?:(?!{CJK_CLASS})[^\W_])"  # a letter or digit of a spaced script
+_TOKEN = re.compile(rf"{CJK_CLASS}+|{_WORD_CHAR}(?:{_WORD_CHAR}|_|[-.:/](?={_WORD_CHAR}))*")
+_CJK = re.compile(CJK_CLASS)
 _NOT_ALNUM = re.compile(r"[\W_]+")  # \w is str.isalnum() and the underscore
 _PARTS = re.compile(r"[-_.:/]+")
 

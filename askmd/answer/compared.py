@@ -83,9 +83,8 @@ def apart(question: str, hits: Sequence[Hit]) -> list[str]:
     asked = weighed(question)
     if not asked:
         return []
-    words = [w for name in asked for w in names.words(name)]
+    kept = [w for name in asked for w in names.words(name)]
     for hit in hits:
-        held = set(terms(f"{hit.source} {hit.heading_chain} {hit.text}"))
-        if all(whole in held or parts and all(p in held for p in parts) for whole, parts in words):
+        if names.all_held(kept, set(terms(f"{hit.source} {hit.heading_chain} {hit.text}"))):
             return []
     return asked

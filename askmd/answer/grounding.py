@@ -250,7 +250,8 @@ class Grounding:
         # a missing name offered as one choice of several ("Zoom or Google Meet?") is
         # reported, not a reason to decline; a comparison no passage makes is declined
         # however close, as a sentence that made it would name what it weighs
-        blocking = [m for m in missing if m not in names.alternatives(question, missing)]
+        choices = names.alternatives(question, missing) if missing else []
+        blocking = [m for m in missing if m not in choices]
         if blocking and above < RESTATES or apart or lacking and above < KIND_RESTATES:
             confidence *= UNMENTIONED
         return Verdict(

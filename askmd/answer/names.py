@@ -27,14 +27,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from askmd.terms import STOPWORDS, cjk_share, terms
+from askmd.terms import CJK_CLASS, STOPWORDS, cjk_share, terms
 
 CJK_QUESTION = 0.3  # the share of CJK letters that makes a question Chinese or Japanese
 ACRONYM = 4  # letters; a longer word in capitals is emphasis ("REALLY"), not a name to join
 SHORTEST = 3  # letters; shorter names (`C`, `Go`, `UI`) are too often part of other words
 
 # A letter of a spaced script, accents included (Tomás, José), and a letter or digit.
-_LETTER = r"(?:(?![\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff])[^\W\d_])"
+_LETTER = rf"(?:(?!{CJK_CLASS})[^\W\d_])"
 _ALNUM = rf"(?:{_LETTER}|\d)"
 _WORD = re.compile(
     rf"`[^`\n]+`|(?:(?<![\w-])--?|(?<![\w.])\.)?{_LETTER}{_ALNUM}*(?:[_./+#-]{_ALNUM}+)*\+*"
@@ -109,7 +109,7 @@ def _chinese(question: str) -> bool:
     return han > 0 and han >= len(_LATIN_WORD.findall(question))
 
 
-_CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\u3040-\u30ff\uac00-\ud7af]")
+_CJK_CHAR = re.compile(CJK_CLASS)
 _LATIN_WORD = re.compile(rf"{_LETTER}{_ALNUM}*")
 
 
@@ -146,9 +146,6 @@ def unmentioned(
         return []
     held = mentioned(asked)
 
-    def said(whole: str, parts: tuple[str, ...]) -> bool:
-        return whole in held or bool(parts) and all(p in held for p in parts)
-
     def apart(kept: list[tuple[str, tuple[str, ...]]]) -> bool:
         # several words, or a Chinese name's pairs; not a joined word's parts, which the
         # notes may write apart ("PPAR and RXR" for PPAR-RXRs: SciFact)
@@ -157,10 +154,13 @@ def unmentioned(
         return together is not None and several and len(needed) > 1 and not together(needed)
 
     return [
-        name
-        for name, kept in names.items()
-        if kept and (not all(said(whole, parts) for whole, parts in kept) or apart(kept))
+        name for name, kept in names.items() if kept and (not all_held(kept, held) or apart(kept))
     ]
+
+
+def all_held(kept: list[tuple[str, tuple[str, ...]]], held: set[str]) -> bool:
+    """Whether every word of a name (`words`) is held: whole, or each of its parts."""
+    return all(w in held or bool(parts) and all(p in held for p in parts) for w, parts in kept)
 
 
 def alternatives(question: str, missing: list[str]) -> list[str]:

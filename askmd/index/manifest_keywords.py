@@ -30,7 +30,7 @@ TOGETHER_FORMS = 50  # forms of one term read by `together` (`python3`, `python-
 _LOAD = "postings_load"  # a cold build's postings before they are sorted in (begin_load)
 
 
-# A search term is CJK when its first character is (the ranges of terms._CJK_CLASS).
+# A search term is CJK when its first character is (the ranges of terms.CJK_CLASS).
 _CJK_TERM = (
     "(unicode(term) BETWEEN 12352 AND 12543 OR unicode(term) BETWEEN 13312 AND 19903 "
     "OR unicode(term) BETWEEN 19968 AND 40959 OR unicode(term) BETWEEN 44032 AND 55215 "
@@ -189,14 +189,12 @@ class KeywordPostings(ManifestDB):
         tables = ["postings", "packed"] if packed_postings.has_tables(self.db) else ["postings"]
         with self._snapshot():
             for term in sorted(set(terms)):
-                # "-./0-9:" are one run of code points, from "-" to ":"; "_" stands apart
-                spans = [(term, term + "\0"), (term + "-", term + ";"), (term + "_", term + "`")]
                 if any(
                     self.db.execute(
                         f"SELECT 1 FROM {table} WHERE term >= ? AND term < ? LIMIT 1", span
                     ).fetchone()
                     for table in tables
-                    for span in spans
+                    for span in _forms(term)
                 ):
                     found.add(term)
         return found
@@ -211,11 +209,10 @@ class KeywordPostings(ManifestDB):
         chunks: set[int] | None = None
         with self._snapshot():
             for term in sorted(set(terms)):
-                spans = [(term, term + "\0"), (term + "-", term + ";"), (term + "_", term + "`")]
                 forms = {
                     found
                     for table in tables
-                    for span in spans
+                    for span in _forms(term)
                     for (found,) in self.db.execute(
                         f"SELECT DISTINCT term FROM {table} WHERE term >= ? AND term < ? "
                         f"LIMIT {TOGETHER_FORMS}",
@@ -372,3 +369,10 @@ class KeywordPostings(ManifestDB):
             f"SELECT chunk FROM documents WHERE cjk = 1 AND chunk IN ({marks})", ids
         )
         return {chunk for (chunk,) in rows}
+
+
+def _forms(term: str) -> list[tuple[str, str]]:
+    """The ranges of stored terms that are `term` whole or continued by a digit or a joiner
+    (`python3`, `python-dotenv`, `python_version`), not by letters (`consult` of `consul`):
+    "-./0-9:" are one run of code points, from "-" to ":"; "_" stands apart."""
+    return [(term, term + "\0"), (term + "-", term + ";"), (term + "_", term + "`")]
