@@ -824,7 +824,8 @@ def test_sources_given_to_the_model_carry_no_citation_like_brackets() -> None:
 def test_ask_extractive_with_bracketed_numbers_in_the_note_cites_only_real_sources() -> None:
     result = ask("how long is the refund window", [], lambda q: [NOTE_CITES], None)
     assert result.citations == [1] and result.invalid_citations == []
-    assert "[2]" not in result.text and "[99]" not in result.text
+    prose = re.sub(r"`[^`]*`", "", result.text)  # `arr[2]` is code, quoted as written
+    assert "[2]" not in prose and "[99]" not in prose
 
 
 # --- what an extractive answer quotes ----------------------------------------------------
@@ -888,6 +889,69 @@ def test_a_sentence_ending_in_a_colon_brings_the_paragraph_it_introduces() -> No
         "- Set the global JDK version: [1]",
         "  `jenv global {{version}}`",
     ]
+
+
+REFERENCE_PAGE = hit(
+    1,
+    "## Plugin.registerObsidianProtocolHandler() method\n\nRegister a handler for obsidian:// "
+    "URLs.\n\n**Signature:**\n\n```typescript\nregisterObsidianProtocolHandler(action: string, "
+    "handler: ObsidianProtocolHandler): void;\n```\n\n## Parameters\n\nThe action string.\n",
+    source="Plugin/registerObsidianProtocolHandler.md",
+    chain="Plugin.registerObsidianProtocolHandler() method",
+)
+
+
+def test_a_short_label_after_a_sentence_brings_the_code_it_introduces() -> None:
+    # a reference page: the description, then "Signature:" and the signature itself
+    text, _ = extractive("How do I handle obsidian:// URLs in my plugin?", [REFERENCE_PAGE])
+    assert text.splitlines()[:4] == [
+        "- Register a handler for obsidian:// URLs. [1]",
+        "  ```typescript",
+        "  registerObsidianProtocolHandler(action: string, handler: ObsidianProtocolHandler)"
+        ": void;",
+        "  ```",
+    ]
+    assert text.count("registerObsidianProtocolHandler(action") == 1
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        "Usage:\n\nRun it from the project folder.\n",  # a label, but no code follows it
+        "\n```sh\nnpm run dev\n```\n",  # code with no label: not said to belong to it
+        "This one is a whole sentence that ends in a colon, not a label:\n\n```sh\nnpm test\n```\n",
+    ],
+)
+def test_only_a_short_label_and_code_are_brought_by_a_sentence(after: str) -> None:
+    note = hit(1, f"The dev server reloads the plugin on save.\n\n{after}", chain="Dev server")
+    text, _ = extractive("does the dev server reload the plugin on save", [note])
+    assert text.splitlines()[0] == "- The dev server reloads the plugin on save. [1]"
+    assert "npm" not in text.split("[1]", 1)[1].split("\n- ", 1)[0]
+
+
+def test_the_first_passage_found_is_not_crowded_out_by_a_lower_one() -> None:
+    # the search ranks meaning first; a fourth passage listing every variant shares as
+    # many words but should not take the place of the first passage's own sentences
+    first = hit(
+        1,
+        "A command can be limited to some conditions. To do so, consider using "
+        "checkCallback() instead of callback. A checking argument is passed to the "
+        "callback, to tell a preliminary check from the action.",
+        source="commands.md",
+        chain="Commands › Conditional commands",
+    )
+    fourth = hit(
+        4,
+        "Use callback if the command runs unconditionally. Use checkCallback if the command "
+        "only runs under certain conditions. Use editorCallback if the command needs the "
+        "editor.",
+        source="reference.md",
+        chain="Reference › Command",
+    )
+    others = [hit(2, "Ribbon icons start actions.", "r.md"), hit(3, "Settings are saved.", "s.md")]
+    question = "How can I make a command only available when some condition is true?"
+    text, _ = extractive(question, [first, *others, fourth])
+    assert text.count("[1]") >= 2, text
 
 
 def test_a_colon_before_a_heading_brings_nothing() -> None:

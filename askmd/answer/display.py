@@ -16,32 +16,29 @@ BLOCK_CHARS = 800
 
 def introduced_block(text: str, sentence: str) -> str:
     """The list, steps, code block or paragraph that a sentence ending in a colon
-    introduces (none when a heading follows it).
+    introduces (none when a heading follows it), or the code block a short label right
+    after the sentence introduces.
 
-    "To embed a note:" says nothing alone; the answer is what follows it. The block is
-    taken verbatim, up to BLOCK_LINES lines and BLOCK_CHARS characters (a cut code block
-    is closed again, so what follows it is not shown as code).
+    "To embed a note:" says nothing alone; the answer is what follows it. A reference
+    page says what a function does, then "**Signature:**" (or "Usage:", "Example:") and
+    its code: the code is what the sentence describes. The block is taken verbatim, up to
+    BLOCK_LINES lines and BLOCK_CHARS characters (a cut code block is closed again, so
+    what follows it is not shown as code).
     """
-    if not _INTRODUCES.search(sentence):
+    lines = _after(text, sentence)
+    if lines is None:
         return ""
-    at = text.find(sentence)
-    end = text.find("\n", at + len(sentence)) if at >= 0 else -1
-    if at < 0 or end < 0 or text[at + len(sentence) : end].strip():
-        return ""  # not the end of its line: something else follows on it
-    lines = text[end + 1 :].splitlines()
-    while lines and not lines[0].strip():
-        lines.pop(0)
+    if not _INTRODUCES.search(sentence):
+        if len(lines) < 2 or not _LABEL.match(lines[0]):
+            return ""
+        lines = lines[1:]
+        while lines and not lines[0].strip():
+            lines.pop(0)
+        return _fenced(lines) if lines and FENCE.match(lines[0]) else ""
     if not lines:
         return ""
-    fence = FENCE.match(lines[0])
-    if fence:
-        marker = fence.group(1)
-        block = [lines[0]]
-        for line in lines[1:]:
-            block.append(line)
-            if line.strip().startswith(marker) and not line.strip().strip(marker[0]):
-                break
-        return _capped(block, marker)
+    if FENCE.match(lines[0]):
+        return _fenced(lines)
     if SKIP_LINE.match(lines[0]):
         return ""  # a heading or a rule: the section ends at the colon
     steps = bool(_STEP.match(lines[0]))
@@ -53,6 +50,35 @@ def introduced_block(text: str, sentence: str) -> str:
             break  # the list ended
         block.append(line)
     return _capped(block, "")
+
+
+def _after(text: str, sentence: str) -> list[str] | None:
+    """The lines after the sentence's own, from the first that is not blank; None when
+    something else follows the sentence on its line (it does not end it)."""
+    at = text.find(sentence)
+    end = text.find("\n", at + len(sentence)) if at >= 0 else -1
+    if at < 0 or end < 0 or text[at + len(sentence) : end].strip():
+        return None
+    lines = text[end + 1 :].splitlines()
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    return lines
+
+
+def _fenced(lines: list[str]) -> str:
+    """The fenced code block the lines open with, to its closing fence (capped)."""
+    marker = FENCE.match(lines[0]).group(1)
+    block = [lines[0]]
+    for line in lines[1:]:
+        block.append(line)
+        if line.strip().startswith(marker) and not line.strip().strip(marker[0]):
+            break
+    return _capped(block, marker)
+
+
+# A label alone on its line, a word or two ending in a colon: "**Signature:**", "Usage:",
+# "示例：". A sentence that ends in a colon introduces its own block instead.
+_LABEL = re.compile(r"^\s*(?:\*\*|__)?[^\s:：*_][^:：\n]{0,23}[:：]\s*(?:\*\*|__)?\s*$")
 
 
 _STEP = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+")
