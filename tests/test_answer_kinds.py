@@ -41,9 +41,21 @@ from tests.conftest import ROOT, clean_env, synced_index, write_notes
         ("What time is the weekly standup?", ["time"]),
         ("周会几点开始？", ["time"]),
         ("明天几点出发？", ["time"]),
-        # conditions, people and ways of doing things ask for no kind of value a pattern
-        # can see: notes name people by a first name ("Lena owns the design system")
-        ("Who created the C programming language?", []),
+        # who made something: a maker, named with the verb of making
+        ("Who created the C programming language?", ["creator"]),
+        ("Who wrote the onboarding guide?", ["creator"]),
+        ("Who is the author of this plugin?", ["creator"]),
+        ("Obsidian 是谁开发的？", ["creator"]),
+        ("Unix 最早是谁写出来的？", ["creator"]),
+        ("《红楼梦》的作者是谁？", ["creator"]),
+        # other questions about people ask for no kind a pattern can see: notes name
+        # people by a first name ("Lena owns the design system")
+        ("Who owns the design system?", []),
+        ("Who performed Mum's hip surgery?", []),
+        ("谁负责周会？", []),
+        # which company: answered by a name alone ("Google 的代理式开发平台")
+        ("Which company makes Obsidian?", []),
+        ("sips 图片处理脚本系统是哪家公司的？", []),
         ("When does onload run?", []),
         ("When should I add a settings tab?", []),
         ("Who can see my published notes?", []),
@@ -109,6 +121,30 @@ def test_what_gives_a_value_of_each_kind() -> None:
     assert lacking("What time are office hours?", "Thursdays, 2–4 in room 3.") == []
     assert lacking("What time is the standup?", "It starts at 9 sharp.") == []
     assert lacking("What time is the review?", "Every other Thursday after lunch.") == []
+    # a maker is given with the verb of making, or a word for the one who made it
+    c = "Who created the C programming language?"
+    assert lacking(c, "C was created by Dennis Ritchie at Bell Labs.") == []
+    assert lacking(c, "Dennis Ritchie designed C in 1972.") == []
+    assert lacking(c, "GCC compiles C and C++ source files.") == ["creator"]
+    assert lacking(c, "Run `cc file.c` to build it. Plugin developers use it.") == ["creator"]
+    assert lacking("Who wrote the onboarding guide?", "Priya wrote it last spring.") == []
+    # a person as a reading list names one
+    assert lacking("Who wrote The Pragmatic Programmer?", "- *Pragmatic*, by Hunt.") == []
+    assert lacking("Who wrote ripgrep?", "rg is Andrew Gallant's grep.") == []
+    assert lacking("Who wrote Sapiens?", "*Sapiens*, Yuval Noah Harari. Read twice.") == []
+    # a maker in Chinese notes: the verb alone, without a name a pattern can see
+    assert lacking("周报是谁写的？", "陈思远的个人周报，每周五下午写。") == []
+    assert lacking("备份文档的初稿是谁写的？", "写完了备份文档的初稿。") == []
+    # ... but two capitalised words about something else are no maker of it
+    assert lacking(c, "GCC (GNU Compiler Collection) 项目的组件之一。") == ["creator"]
+    assert lacking("Who made Obsidian?", "Obsidian is made by Dynalist Inc.") == []
+    assert lacking("Obsidian 是谁开发的？", "Obsidian 由 Dynalist 开发。") == []
+    # the routine verbs of a how-to say nothing of a maker
+    assert lacking(c, "The output file is created next to the source.") == ["creator"]
+    assert lacking(c, "The flag is designed to catch C bugs early.") == ["creator"]
+    assert lacking("Unix 最早是谁写出来的？", "使用 Unix 样式的行尾创建副本：") == ["creator"]
+    assert lacking("《红楼梦》的作者是谁？", "《红楼梦》，作者曹雪芹。") == []
+    assert lacking("Unix 最早是谁写出来的？", "显示当前日期和时间。") == ["creator"]
 
 
 def test_figure_asks_for_digits() -> None:
@@ -129,6 +165,7 @@ def test_the_kinds_are_named_in_the_question_language() -> None:
     assert answer_kinds.described(["price", "date"], cjk=True) == "价格或日期"
     assert answer_kinds.described(["time"], cjk=False) == "time of day"
     assert answer_kinds.described(["time"], cjk=True) == "时间"
+    assert answer_kinds.described(["creator"], cjk=False) == "creator"
 
 
 NOTES = {
@@ -144,6 +181,14 @@ NOTES = {
     "meetings.md": (
         "# Meetings\n\nThe weekly sync is on Tuesdays in room B. It begins at 10:30 and "
         "ends at 11:15.\n"
+    ),
+    "compilers.md": (
+        "# Compilers\n\nGCC compiles C and C++ source files into executables. Pass -O2 "
+        "to optimise and -g to keep debugging symbols.\n"
+    ),
+    "onboarding.md": (
+        "# Onboarding guide\n\nPriya wrote the onboarding guide last spring. New people "
+        "read it in their first week.\n"
     ),
     "备份.md": ("# 备份\n\n每天晚上自动把笔记库备份到外接硬盘，保留最近三十份备份。\n"),
     "journal/2025-03.md": (
@@ -198,6 +243,17 @@ def test_questions_whose_value_the_notes_give_are_answered(index) -> None:
     assert price.references[0].source == "coffee.md"
     assert count.answered is True and count.lacking == []
     assert count.references[0].source == "备份.md"
+
+
+def test_who_made_something_the_notes_never_say_is_declined(index) -> None:
+    """The compilers note comes close to the question and says nothing of who made C."""
+    result = index.ask("Who created the C programming language?", [], 5)
+    assert result.answered is False and result.lacking == ["creator"]
+    assert result.text == DECLINED + " The closest passages give no creator."
+
+    made = index.ask("Who wrote the onboarding guide?", [], 5)
+    assert made.answered is True and made.lacking == []
+    assert "Priya" in made.text
 
 
 def test_a_date_in_the_heading_of_the_passage_answers(index) -> None:

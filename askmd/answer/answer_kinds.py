@@ -19,12 +19,20 @@ question answering, kept to kinds a pattern can see in English and Chinese text:
 - a keyboard shortcut: "shortcut", "hotkey", 快捷键; given by a modifier key (Ctrl, ⌘),
   a function key or a key in angle brackets (`<Ctrl b>`);
 - a number: "how many", "how long", 多少, 几个; given by a figure that stands alone (not
-  the digits of `S3` or `1.13.0`), a number word, or a frequency or span ("daily").
+  the digits of `S3` or `1.13.0`), a number word, or a frequency or span ("daily");
+- a creator: "who created/wrote/invented", 谁写的, 作者是谁; given by the verb of making
+  with its maker ("was created by", "wrote", 由…开发), a word for the one who made it
+  (author, founder, 作者), a company (Inc, 公司), or a person as a reading list names
+  one ("by Andy Hunt", "Andrew Gallant's", or a first and last name in a sentence that
+  says one of the question's words: "*Sapiens*, Yuval Noah Harari."). A first name alone
+  is no pattern ("Lena wrote the guide" is given by its verb); the routine verbs of a
+  how-to do not count ("the file is created", 创建文件).
 
 Questions about conditions ("When does onload run?") ask for no kind: "when" counts with
-the verbs that make it ask for a date. Who made something is not a kind: notes name
-people by a first name at the start of a sentence ("Lena owns the design system") and
-products by one capitalised word, which a pattern cannot tell from any other word.
+the verbs that make it ask for a date. Other questions about people ("Who owns the
+design system?", 谁负责) ask for none either: who does a thing is said in as many ways
+as there are things to do, and "which company makes it" by a name alone
+("Google 的代理式开发平台").
 """
 
 from __future__ import annotations
@@ -43,6 +51,13 @@ class Kind:
     name: str
     asks: re.Pattern[str]
     gives: re.Pattern[str]
+    # whether a value made of the question's own words gives nothing ("2.0" of "When is
+    # 2.0 out?"); a maker is given beside the question's own verb ("Priya wrote it")
+    echoes: bool = True
+    # a value that counts only in a sentence that says one of the question's own words:
+    # a person's name beside the book asked about ("*Sapiens*, Yuval Noah Harari."), not
+    # any two capitalised words ("GNU Compiler Collection")
+    beside: re.Pattern[str] | None = None
 
 
 # A figure that is a quantity, not part of a name, a version or a colour: "20 GB",
@@ -171,18 +186,52 @@ TIME = Kind(
     ),
 )
 
+CREATOR = Kind(
+    "creator",
+    re.compile(
+        # who made it, with the verb of making; not who owns, runs or can see something,
+        # nor which company (answered by a name alone: "Google 的…", "由 OpenAI 驱动")
+        r"\bwho\b(?:\s+\w+){0,2}\s+(?:created|invented|founded|co-founded|wrote|written"
+        r"|developed|designed|made|built|authored|coined|discovered)\b"
+        r"|\bwho\s+(?:is|was|are|were)\s+the\s+(?:author|creator|founder|inventor"
+        r"|developer|maker|designer)s?\b"
+        r"|谁(?:写|开发|发明|创建|创立|创造|创作|设计|编写|制作|提出|发现|创办|撰写|作曲|执导)"
+        r"|作者是谁|创始人是谁|谁是[^？?]{0,12}(?:作者|创始人|发明者|发明人|开发者|设计者)",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        # "created by", "wrote", "inventor"; not "the file is created", "plugin developers"
+        # or 创建文件, the routine verbs of a how-to
+        r"(?i:\b(?:created|invented|founded|co-founded|wrote|written|developed|designed"
+        r"|authored|coined|discovered|made|built|maintained|published|released)\s+(?:\w+\s+)?"
+        r"by\b|\b(?:invented|founded|co-founded|wrote|authored|coined)\b"
+        r"|\bdesigned\b(?!\s+(?:to|for|with|around|so|as)\b)"
+        r"|\b(?:author|creator|founder|co-founder|inventor)s?\b"
+        r"|\b(?:developer|designer|maintainer|maker)s?\s+of\b)"
+        r"|\b(?:Inc|Ltd|LLC|GmbH|Corp)\b"
+        # a person as notes name one: "by Andy Hunt", "Andrew Gallant's", "Yuval Harari"
+        r"|\bby\s+[A-Z]|\b[A-Z][a-z]+(?:'s|’s)"
+        r"|发明|创立|创始|创办|创作|撰写|编写|作曲|执导|作者|写(?![入出])|著|出品|公司|团队"
+        r"|由[^，。；,;]{1,20}?(?:开发|创建|编写|设计|制作|推出|发明|写|提出|建造|制造)"
+        r"|(?:开发|设计|编写|制作)(?:者|人|商)"
+    ),
+    echoes=False,
+    beside=re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z]\.)?\s+[A-Z][a-z]+\b"),
+)
+
 # "date" for a question about versions or changes: a version number gives one too.
 VERSIONED_DATE = Kind("date", DATE.asks, re.compile(f"{_VERSION}|{DATE.gives.pattern}"))
 
 QUESTION_CHARS = 300
 # In this order: a price is also "how much", so a question that asks one asks no number.
-KINDS = (PRICE, DATE, TIME, SHORTCUT, NUMBER)
+KINDS = (PRICE, DATE, TIME, SHORTCUT, NUMBER, CREATOR)
 LABELS = {
     "price": ("price", "价格"),
     "date": ("date", "日期"),
     "time": ("time of day", "时间"),
     "shortcut": ("keyboard shortcut", "快捷键"),
     "number": ("number", "数字"),
+    "creator": ("creator", "作者或开发者"),
 }
 
 
@@ -230,6 +279,10 @@ def gives(kind: Kind, sentence: str, echoed: set[str] = frozenset(), figure: boo
     """Whether a sentence gives a value of this kind. A value made of the question's own
     words (`echoed`) does not count: "2.0" does not say when 2.0 comes out. With `figure`,
     a number must be written in digits ("2 seconds", not "at once")."""
+    if kind.beside is not None and kind.beside.search(sentence):
+        if set(_WORDS.findall(sentence.lower())) & echoed:
+            return True
+    echoed = echoed if kind.echoes else frozenset()
     return any(
         not set(_WORDS.findall(found.group().lower())) & echoed
         and (not figure or kind.name != "number" or any(c.isdigit() for c in found.group()))
