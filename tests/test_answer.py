@@ -391,6 +391,28 @@ def test_extractive_matching_sentence_beats_unrelated_one() -> None:
     _check_shape(text, refs, hits)
 
 
+def test_a_sentence_that_repeats_what_is_quoted_gives_way_to_one_that_adds() -> None:
+    # a reference page's table repeats the description the first passage gives; a
+    # sentence most of whose words are already quoted says nothing new
+    hits = [
+        hit(1, "Renders a Markdown string to an HTML element.", chain="MarkdownRenderer"),
+        hit(
+            2,
+            "Renders a Markdown string to an HTML element (inherited from MarkdownRenderer).",
+            chain="MarkdownPreviewView",
+        ),
+        hit(
+            3,
+            "To render Markdown in a view, call MarkdownRenderer.render() with the element.",
+            chain="Render",
+        ),
+    ]
+    text, refs = extractive("How do I render a Markdown string into an HTML element?", hits)
+    assert text.count("Renders a Markdown string to an HTML element") == 1, text
+    assert "To render Markdown in a view" in text
+    _check_shape(text, refs, hits)
+
+
 def test_extractive_quotes_three_sentences_or_up_to_five_short_ones() -> None:
     port = [
         hit(1, "Port 1 is used. Port 2 is used. Port 3 is used. Port 4 is used."),
@@ -411,9 +433,14 @@ def test_extractive_quotes_three_sentences_or_up_to_five_short_ones() -> None:
     _check_shape(text, refs, port)
 
     long = " ".join(
-        f"Port {n} is used by the reporting service, which exports the nightly figures "
-        f"for the finance team."
-        for n in range(1, 5)
+        f"Port {n} is used by the {team} reporting service, which exports the {when} "
+        f"figures for the {team} team."
+        for n, team, when in [
+            (1, "finance", "nightly"),
+            (2, "sales", "weekly"),
+            (3, "support", "hourly"),
+            (4, "legal", "monthly"),
+        ]
     )
     text, refs = extractive("port used", [hit(1, long), hit(2, long.replace("Port", "port"))])
     assert len(text.splitlines()) == 3  # three long sentences already say enough

@@ -49,12 +49,14 @@ def extractive(
     best one.
     """
     candidates: list[tuple[int, str, float, dict[str, float]]] = []
+    heading_of: list[set[str]] = []
     for n, hit in enumerate(hits, start=1):
         heading = dict.fromkeys(content_terms(hit.heading_chain), 1.0)
         for position, sentence in enumerate(sentences(hit.text)):
             # (passage number, sentence, bonus for coming early, terms with the heading's)
             bonus = EARLY / (position + 1) + RANKED / n
             candidates.append((n, sentence, bonus, {**heading, **term_weights(sentence)}))
+            heading_of.append(set(heading) - set(term_weights(sentence)))
     if not candidates:
         return NOTHING_FOUND, []
     idf = term_idf([list(c[3]) for c in candidates])
@@ -86,6 +88,8 @@ def extractive(
             if len(chosen) >= max_sentences + MORE_SENTENCES or quoted > SHORT_QUOTE:
                 break
         if per_hit[n] < PER_PASSAGE and sentence not in {candidates[j][1] for j in chosen}:
+            if chosen and _repeats(i, chosen, candidates, heading_of, hits):
+                continue
             chosen.append(i)
             per_hit[n] += 1
     if not chosen:  # the first sentence that is not a question stands in
@@ -143,8 +147,9 @@ PER_PASSAGE = 3  # sentences quoted from one passage, at most
 # one-line descriptions, Chinese). Measured with `python -m bench.answers_bench`: gold
 # recall tldr ZH 0.515 -> 0.574 (answer 0.33 -> 0.52 of the top chunk's length), the
 # typed tldr set 0.793 -> 0.863; English, whose three sentences already pass 250
-# characters, unchanged (BENCHMARKS.md, "Extractive answers").
-MORE_SENTENCES = 2
+# characters, unchanged (BENCHMARKS.md, "Extractive answers"); 3 (was 2) with REPEATS
+# below.
+MORE_SENTENCES = 3
 SHORT_QUOTE = 250
 # Among sentences that say about as much, the earlier one in its passage (EARLY / its
 # position) and the one of the better-ranked passage (RANKED / its rank) win: the search
@@ -157,6 +162,15 @@ SHORT_QUOTE = 250
 # weaker sentences (Obsidian EN 0.563).
 EARLY = 0.1
 RANKED = 0.3
+# A sentence more than REPEATS of whose words (its heading's aside) the quoted sentences
+# already hold says nothing new: a reference page's table row repeating the description
+# above it. It gives way to the next one. 0.6 / 0.8: Obsidian EN 0.600 / 0.594.
+REPEATS = 0.7
+# Measured with MORE_SENTENCES 3 over the same searches (python -m bench.answers_bench,
+# gold recall, answer / top chunk length): Obsidian EN 0.593 -> 0.611 (0.64 -> 0.65),
+# tldr ZH 0.612 -> 0.635 (0.51 -> 0.56), typed tldr 0.965 -> 0.967, CMRC 0.842 ->
+# 0.845, the others within 0.002. Words count with the block a sentence introduces, or
+# "强制删除未跟踪的文件：" would repeat "删除未跟踪的文件：" though its command differs.
 RELATIVE = 0.6  # a sentence scoring under this share of the best one is not quoted
 
 
@@ -184,6 +198,20 @@ _INSTRUCTION = re.compile(
     r"|^(?:使用|运行|执行|调用|点击|打开|选择|设置|输入|安装|创建|添加|用)",
     re.IGNORECASE,
 )
+
+
+def _repeats(i: int, chosen: list[int], candidates: list, heading_of: list, hits: list) -> bool:
+    """Whether REPEATS of candidate i's words, with the block it introduces (a tldr
+    page's command), are already in the chosen sentences'."""
+
+    def words(j: int) -> set[str]:
+        n, sentence = candidates[j][:2]
+        block = introduced_block(hits[n - 1].text, sentence)
+        return set(candidates[j][3]) | set(content_terms(block))
+
+    new = words(i) - heading_of[i]
+    said = set().union(*(words(j) for j in chosen))
+    return bool(new) and len(new & said) / len(new) > REPEATS
 
 
 def _meaning(meaning: dict[str, float] | None, sentence: str) -> float:
