@@ -1050,6 +1050,21 @@ def test_a_question_is_not_quoted_as_an_answer() -> None:
     assert text == "- Use the link on the sign-in page. [1]"
 
 
+def test_a_sentence_cut_inside_bold_text_shows_no_lone_marker() -> None:
+    # "；" ends a sentence inside a bold span: the quote would end in a lone "**"
+    note = hit(
+        1,
+        "简单地说：**最近 7 天可以恢复到任意时间点；再往前只有每周日的备份（保留 8 周）**。"
+        "超过 12 个月的数据库状态是找不回来的。",
+        source="备份.md",
+        chain="备份 › 保留策略",
+    )
+    text, refs = extractive("每周日的备份保留多久", [note])
+    assert "- 再往前只有每周日的备份（保留 8 周）。 [1]" in text.splitlines(), text
+    assert "**" not in text
+    assert "**" in refs[0].text  # the reference quotes the file as written
+
+
 def test_links_are_shown_as_their_display_text_and_references_stay_verbatim() -> None:
     note = hit(
         1,

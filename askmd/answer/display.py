@@ -144,6 +144,22 @@ def display_block(block: str) -> str:
     return display_text(neutralise_citations(block))
 
 
+def balanced_emphasis(sentence: str) -> str:
+    """A quoted sentence without a lone `**` or `__`: a sentence that ends (or starts)
+    inside a bold span ("**最近 7 天可以恢复；再往前…**。" split at "；") would show its
+    marker bare. The last unpaired marker outside code goes."""
+    code = [m.span() for m in CODE.finditer(sentence)]
+    for marker in ("**", "__"):
+        at = [
+            m.start()
+            for m in re.finditer(re.escape(marker), sentence)
+            if not any(start <= m.start() < end for start, end in code)
+        ]
+        if len(at) % 2:
+            sentence = sentence[: at[-1]] + sentence[at[-1] + 2 :]
+    return sentence
+
+
 _WIKI = re.compile(r"(!?)\[\[([^\]|\n]+?)(?:\|([^\]\n]+))?\]\]")
 _MD_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\s]+(?:\s+\"[^\"]*\")?\)")
 

@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING
 
 from askmd.answer import answer_kinds
 from askmd.answer.citations import neutralise_citations
-from askmd.answer.display import display_block, display_text, indent, introduced_block, labelled_row
+from askmd.answer.display import (
+    balanced_emphasis,
+    display_block,
+    display_text,
+    indent,
+    introduced_block,
+    labelled_row,
+)
 from askmd.answer.overlap import query_share, term_idf, term_weights
 from askmd.answer.result import Reference
 from askmd.answer.sentences import sentences, trim
@@ -106,7 +113,8 @@ def extractive(
         if sentence in attached:
             continue  # already shown as part of the steps an earlier sentence introduced
         quoted = trim(sentence)
-        shown = display_text(neutralise_citations(labelled_row(quoted, hits[n - 1].text)))
+        shown = balanced_emphasis(labelled_row(quoted, hits[n - 1].text))
+        shown = display_text(neutralise_citations(shown))
         lines.append(f"- {shown}{'' if quoted == sentence else ' …'} [{n}]")
         block = introduced_block(hits[n - 1].text, sentence) if quoted == sentence else ""
         if block:
