@@ -90,6 +90,16 @@ def test_what_gives_a_value_of_each_kind() -> None:
     assert lacking("How often to feed the starter?", "Feed the starter daily.") == []
     assert lacking("How long are snapshots kept?", "Snapshots are kept for a week.") == []
     assert lacking("猫粮多久买一次？", "每月买一袋猫粮。") == []
+    # ... but a size or a count is not: "always" and "while" give no maximum
+    assert lacking("What's the maximum vault size?", "Always use a separate vault.") == ["number"]
+    assert lacking("How many plugins ship with it?", "While you wait, add more.") == ["number"]
+    assert lacking("默认端口是多少？", "每天都会检查一次。") == []  # 一 is a numeral
+    assert lacking("默认端口是多少？", "每天都会检查端口。") == ["number"]
+    assert lacking("How many days are backups kept?", "Backups are kept for a week.") == []
+    # the number of a step or a chapter counts nothing
+    assert lacking("What's the maximum vault size?", "## Step 1: Download the plugin") == ["number"]
+    assert lacking("最多能建几个库？", "第一步：下载插件。") == ["number"]
+    assert lacking("How many steps are there?", "There are 5 steps; step 1 is easy.") == []
     # a value made of the question's own words is no answer to it
     assert lacking("When is Obsidian 2.0 coming out?", "Obsidian 2.0 is big.") == ["date"]
     # a version is a date for a question about versions or changes, not for "what year"

@@ -144,6 +144,20 @@ SHORTCUT = Kind(
     ),
 )
 
+# A quantity: a figure, an address, a number word or a Chinese numeral; not the number
+# of a step, a part or a chapter ("## Step 1: Download", 第一步), which counts nothing.
+_ORDINAL = "".join(
+    f"(?<!{word} )"
+    for word in ("step", "part", "phase", "chapter", "section", "lesson", "exercise", "figure")
+)
+_QUANTITY = (
+    rf"{_ORDINAL}(?:{_FIGURE})|\b\d{{1,3}}(\.\d{{1,3}}){{3}}\b|\b(one|two|three|four|five|six|seven|eight"
+    r"|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|thousand|million|billion"
+    r"|dozen|once|twice|single|double|half|unlimited|no limit|several|few|many|count|counts"
+    r"|counting|number of)\b"
+    r"|(?<!第)[一二两三四五六七八九十百千万亿半]|次数|数量|个数|计数|统计"
+)
+
 NUMBER = Kind(
     "number",
     re.compile(
@@ -155,15 +169,24 @@ NUMBER = Kind(
         r"|多大|多长|多久|多远|多高|多重|多快|上限|下限|端口",
         re.IGNORECASE,
     ),
+    re.compile(_QUANTITY, re.IGNORECASE),
+)
+
+# "how often" and "how long" are answered by a frequency or a span as well: "daily",
+# "every week", "for a while", 每月. A size or a count is not ("Always use a separate
+# vault" gives no maximum vault size).
+SPAN = Kind(
+    "number",
     re.compile(
-        rf"{_FIGURE}|\b\d{{1,3}}(\.\d{{1,3}}){{3}}\b|\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty"
-        r"|thirty|forty|fifty|hundred|thousand|million|billion|dozen|once|twice|single|double"
-        r"|half|unlimited|no limit|several|few|many|count|counts|counting|number of"
-        # how often, how long: "daily", "every week", "for a while"
-        r"|daily|weekly|monthly|yearly|annually|hourly|nightly|every|always|never|while"
-        r"|seconds?|minutes?|hours?|days?|weeks?|months?|years?)\b"
-        r"|[一二两三四五六七八九十百千万亿半]|次数|数量|个数|计数|统计|每[天日周月年晚时]",
+        r"\bhow (long|often|frequently|soon)\b|\bhow much time\b"
+        r"|\bhow many (seconds|minutes|hours|days|weeks|months|years|times)\b"
+        r"|多久|多长时间|多少时间|频率|几天|几小时|几分钟|几秒|几次",
         re.IGNORECASE,
+    ),
+    re.compile(
+        rf"{_QUANTITY}|(?i:\b(daily|weekly|monthly|yearly|annually|hourly|nightly|every"
+        r"|always|never|while|seconds?|minutes?|hours?|days?|weeks?|months?|years?)\b)"
+        r"|每[天日周月年晚时]"
     ),
 )
 
@@ -253,6 +276,8 @@ def asked(question: str) -> list[Kind]:
         found.remove(NUMBER)
     if DATE in found and _ABOUT_VERSIONS.search(question):
         found[found.index(DATE)] = VERSIONED_DATE
+    if NUMBER in found and SPAN.asks.search(question):
+        found[found.index(NUMBER)] = SPAN
     return found
 
 
