@@ -317,6 +317,18 @@ SENTENCES = [
         "To list the largest files, run `du -ah . | sort -rh`. Then look. An odd ` stays.",
         ["To list the largest files, run `du -ah . | sort -rh`.", "Then look.", "An odd ` stays."],
     ),  # fmt: skip
+    (
+        "initials-and-titles-not-a-break",
+        "- *The Left Hand of Darkness* by Ursula K. Le Guin. Then J. R. R. Tolkien, e.g. "
+        "The Hobbit. Ask Dr. Okafor. We chose option A. It worked.",
+        [
+            "*The Left Hand of Darkness* by Ursula K. Le Guin.",
+            "Then J. R. R. Tolkien, e.g. The Hobbit.",
+            "Ask Dr. Okafor.",
+            "We chose option A.",
+            "It worked.",
+        ],
+    ),
     ("empty", "", []),
     ("code-only", "```\ncode only.\n```", []),
 ]

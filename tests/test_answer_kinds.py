@@ -32,6 +32,7 @@ from tests.conftest import ROOT, clean_env, synced_index, write_notes
         ("What is the maximum file size for an attachment?", ["number"]),
         ("默认端口是多少？", ["number"]),
         ("How much does Sync cost, and when was it released?", ["price", "date"]),
+        ("How much did the Fritz!Box router cost?", ["price"]),
         ("When did Ines join the team?", ["date"]),
         ("When did the company start?", ["date"]),
         # the product may stand between "which" and the release it asks for
@@ -138,6 +139,10 @@ def test_what_gives_a_value_of_each_kind() -> None:
     assert lacking(c, "GCC compiles C and C++ source files.") == ["creator"]
     assert lacking(c, "Run `cc file.c` to build it. Plugin developers use it.") == ["creator"]
     assert lacking("Who wrote the onboarding guide?", "Priya wrote it last spring.") == []
+    # a name and its verb of making, in the past: "Marcus built the first version"
+    built = "Who built the first version of the payments service?"
+    assert lacking(built, "Marcus built the first version in March 2022.") == []
+    assert lacking(built, "The worker built the image from the cache.") == ["creator"]
     # a person as a reading list names one
     assert lacking("Who wrote The Pragmatic Programmer?", "- *Pragmatic*, by Hunt.") == []
     assert lacking("Who wrote ripgrep?", "rg is Andrew Gallant's grep.") == []
@@ -199,6 +204,12 @@ NOTES = {
     "onboarding.md": (
         "# Onboarding guide\n\nPriya wrote the onboarding guide last spring. New people "
         "read it in their first week.\n"
+    ),
+    "reading.md": (
+        "# Reading list 2024\n\n## Finished\n\n"
+        "- *The Left Hand of Darkness* by Ursula K. Le Guin — ★★★★★. Reread for book club.\n"
+        "- Ted Chiang's *Exhalation* — short stories, the title story is the best one.\n"
+        "- *Piranesi* — Susanna Clarke. Odd and lovely; took me two weekends.\n"
     ),
     "备份.md": ("# 备份\n\n每天晚上自动把笔记库备份到外接硬盘，保留最近三十份备份。\n"),
     "journal/2025-03.md": (
@@ -264,6 +275,16 @@ def test_who_made_something_the_notes_never_say_is_declined(index) -> None:
     made = index.ask("Who wrote the onboarding guide?", [], 5)
     assert made.answered is True and made.lacking == []
     assert "Priya" in made.text
+
+
+def test_a_value_about_something_else_is_not_preferred_in_the_answer(index) -> None:
+    """Every line of a reading list names an author; only the one about the book asked
+    about is the answer. The line about another book gave a creator too, and was quoted
+    first."""
+    result = index.ask("Who is the author of Exhalation?", [], 5)
+    assert result.answered is True
+    assert "Ted Chiang" in result.text and "Left Hand" not in result.text, result.text
+    assert "Le Guin" in index.ask("Who wrote The Left Hand of Darkness?", [], 5).text
 
 
 def test_a_date_in_the_heading_of_the_passage_answers(index) -> None:

@@ -86,7 +86,8 @@ _EVENT_ZH = (
 PRICE = Kind(
     "price",
     re.compile(
-        r"\bhow much\b[^?!]*\b(cost|costs|charge|charges|pay|paid|price|priced|fee)\b"
+        # up to the question's end: a "!" inside a name (Fritz!Box) ends nothing
+        r"\bhow much\b(?:[^?!]|!(?=\w))*\b(cost|costs|charge|charges|pay|paid|price|priced|fee)\b"
         r"|\bhow expensive\b|\bwhat(?:'s| is| are)? the (price|cost|fee|pricing)s?\b"
         r"|\b(price|pricing|fee)s? (of|for)\b"
         r"|多少钱|几块钱|多少元|价格|售价|价钱|费用|收费|要花多少",
@@ -232,8 +233,11 @@ CREATOR = Kind(
         r"|\b(?:author|creator|founder|co-founder|inventor)s?\b"
         r"|\b(?:developer|designer|maintainer|maker)s?\s+of\b)"
         r"|\b(?:Inc|Ltd|LLC|GmbH|Corp)\b"
-        # a person as notes name one: "by Andy Hunt", "Andrew Gallant's", "Yuval Harari"
+        # a person as notes name one: "by Andy Hunt", "Andrew Gallant's"
         r"|\bby\s+[A-Z]|\b[A-Z][a-z]+(?:'s|’s)"
+        # a name and its verb of making: "Marcus built the first version"
+        r"|\b[A-Z][a-z]+\s+(?:built|created|made|developed|started|drafted|set up"
+        r"|put together)\b"
         r"|发明|创立|创始|创办|创作|撰写|编写|作曲|执导|作者|写(?![入出])|著|出品|公司|团队"
         r"|由[^，。；,;]{1,20}?(?:开发|创建|编写|设计|制作|推出|发明|写|提出|建造|制造)"
         r"|(?:开发|设计|编写|制作)(?:者|人|商)"

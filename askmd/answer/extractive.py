@@ -81,7 +81,7 @@ def extractive(
         relevant = (overlap > 0 or near > 0) and not _QUESTION.search(sentence)
         steps = INSTRUCTION if how_to and _INSTRUCTION.search(sentence) else 0.0
         gives = any(answer_kinds.gives(k, sentence, echoed, figure=True) for k in kinds)
-        value = VALUE if gives else 0.0
+        value = VALUE if gives and overlap > 0 else 0.0  # a value about what was asked
         scores.append(LEXICAL * overlap + near + bonus + steps + value if relevant else 0.0)
     ranked = sorted((i for i in range(len(candidates)) if scores[i] > 0), key=lambda i: -scores[i])
     chosen: list[int] = []
@@ -193,7 +193,9 @@ INSTRUCTION = 0.25
 # number question is seldom answered by. Measured with `python -m bench.answers_bench`
 # (gold recall): the typed tldr set 0.864 -> 0.965, the typed Obsidian set 0.696 -> 0.706,
 # the others unchanged; 0.2 and more took sentences with the wrong value
-# (docs/benchmarks/answers.md).
+# (docs/benchmarks/answers.md). Only a sentence that shares a word of the question gets
+# it: every line of a reading list names an author, and the line about another book was
+# quoted before the one asked about (the answer sets unchanged).
 VALUE = 0.1
 _HOW_TO = re.compile(
     r"^\s*(?:how\b|where\b|what\s+(?:command|option|setting|method)|can\s+i\b)|"

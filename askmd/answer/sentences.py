@@ -61,11 +61,24 @@ def sentences(text: str) -> list[str]:
         if i + 1 < len(lines) and TABLE_RULE.match(lines[i + 1]):
             continue  # a table's header row says nothing by itself
         mark = LIST_MARK.match(line)
+        start = None  # where a sentence began that an initial or a title did not end
         for m in SENTENCE.finditer(line, mark.end() if mark else 0):
-            sentence = m.group().strip()
+            start = m.start() if start is None else start
+            if _NOT_AN_END.search(line[start : m.end()]) and m.end() < len(line):
+                continue
+            sentence = line[start : m.end()].strip()
+            start = None
             if content_terms(sentence) and not _EMBED_ONLY.match(sentence):
                 out.append(sentence)
     return out
+
+
+# A "." that ends no sentence: an initial after a name or another initial ("Ursula K. Le
+# Guin", "J. R. R. Tolkien"), a title ("Dr. Okafor"), "e.g.", "i.e." ("option A." ends one).
+_NOT_AN_END = re.compile(
+    r"(?:\b[A-Z][a-z]+|\b[A-Z]\.)\s+[A-Z]\.$"
+    r"|\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|Sr|Jr|St|vs|cf|e\.g|i\.e)\.$"
+)
 
 
 def trim(sentence: str, limit: int = FRAGMENT_CHARS) -> str:
