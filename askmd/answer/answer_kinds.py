@@ -19,7 +19,8 @@ question answering, kept to kinds a pattern can see in English and Chinese text:
 - a keyboard shortcut: "shortcut", "hotkey", 快捷键; given by a modifier key (Ctrl, ⌘),
   a function key or a key in angle brackets (`<Ctrl b>`);
 - a number: "how many", "how long", 多少, 几个; given by a figure that stands alone (not
-  the digits of `S3` or `1.13.0`), a number word, or a frequency or span ("daily");
+  the digits of `S3` or `1.13.0`, nor "Step 1"), a number word, or for "how often" and
+  "how long" a frequency or span ("daily");
 - a creator: "who created/wrote/invented", 谁写的, 作者是谁; given by the verb of making
   with its maker ("was created by", "wrote", 由…开发), a word for the one who made it
   (author, founder, 作者), a company (Inc, 公司), or a person as a reading list names

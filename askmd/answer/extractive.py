@@ -47,9 +47,11 @@ def extractive(
     holds, read together with its passage's heading chain: in notes a heading often asks
     the question its first sentences answer ("## Maximum upload size?" / "50 MB per
     photo."), so among equals the earlier sentence and the better-ranked passage win. A
-    how-to question prefers a step to a definition (INSTRUCTION). At most PER_PASSAGE
+    how-to question prefers a step to a definition (INSTRUCTION), and a question for a
+    kind of value the sentence about it that gives one (VALUE). At most PER_PASSAGE
     sentences come from one passage, `max_sentences` in all, or a few more while they
-    are short (SHORT_QUOTE). When nothing is near (no shared term, no meaning
+    are short (SHORT_QUOTE); one whose words are mostly quoted already gives way to the
+    next (REPEATS). When nothing is near (no shared term, no meaning
     given), the first sentence of the best passage stands in. A Chinese question's words
     count in English too (query_translation), so an English note can answer it. The
     sentences are shown by passage (PASSAGE_ORDER), each passage's reference quoting its
@@ -172,13 +174,13 @@ EARLY = 0.1
 RANKED = 0.3
 # A sentence more than REPEATS of whose words (its heading's aside) the quoted sentences
 # already hold says nothing new: a reference page's table row repeating the description
-# above it. It gives way to the next one. 0.6 / 0.8: Obsidian EN 0.600 / 0.594.
+# above it. It gives way to the next one. Words count with the block a sentence
+# introduces, or "强制删除未跟踪的文件：" would repeat "删除未跟踪的文件：" though its command
+# differs. Measured with MORE_SENTENCES 3 (python -m bench.answers_bench, gold recall,
+# answer / top chunk length): Obsidian EN 0.593 -> 0.611 (0.64 -> 0.65), tldr ZH 0.612
+# -> 0.635 (0.51 -> 0.56), typed tldr 0.965 -> 0.967, CMRC 0.842 -> 0.845, the others
+# within 0.002; REPEATS 0.6 / 0.8: Obsidian EN 0.600 / 0.594.
 REPEATS = 0.7
-# Measured with MORE_SENTENCES 3 over the same searches (python -m bench.answers_bench,
-# gold recall, answer / top chunk length): Obsidian EN 0.593 -> 0.611 (0.64 -> 0.65),
-# tldr ZH 0.612 -> 0.635 (0.51 -> 0.56), typed tldr 0.965 -> 0.967, CMRC 0.842 ->
-# 0.845, the others within 0.002. Words count with the block a sentence introduces, or
-# "强制删除未跟踪的文件：" would repeat "删除未跟踪的文件：" though its command differs.
 RELATIVE = 0.6  # a sentence scoring under this share of the best one is not quoted
 
 
@@ -211,17 +213,17 @@ _INSTRUCTION = re.compile(
 
 
 def _repeats(i: int, chosen: list[int], candidates: list, heading_of: list, hits: list) -> bool:
-    """Whether REPEATS of candidate i's words, with the block it introduces (a tldr
-    page's command), are already in the chosen sentences'."""
+    """Whether more than REPEATS of candidate i's words (with the block it introduces: a
+    tldr page's command) are already in the chosen sentences'."""
 
     def words(j: int) -> set[str]:
         n, sentence = candidates[j][:2]
         block = introduced_block(hits[n - 1].text, sentence)
         return set(candidates[j][3]) | set(content_terms(block))
 
-    new = words(i) - heading_of[i]
+    own = words(i) - heading_of[i]
     said = set().union(*(words(j) for j in chosen))
-    return bool(new) and len(new & said) / len(new) > REPEATS
+    return bool(own) and len(own & said) / len(own) > REPEATS
 
 
 def _meaning(meaning: dict[str, float] | None, sentence: str) -> float:
