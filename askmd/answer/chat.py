@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 from askmd.errors import OPENAI_URL, AskmdError, LLMFailed, first_line, openai_error
 
 if TYPE_CHECKING:
-    import httpx
     import openai
 
 DEFAULT_URL = OPENAI_URL
@@ -59,7 +58,6 @@ class Chat:
         budget: float = DEFAULT_BUDGET,
         extra_body: dict | None = None,
     ) -> None:
-        import httpx
         import openai
 
         self.url = (base_url or DEFAULT_URL).rstrip("/")
@@ -71,11 +69,13 @@ class Chat:
         self.budget = budget  # 0: no limit
         self.extra_body = extra_body or {}  # server-specific sampling, e.g. llama.cpp's
         # For a stream the read timeout is the longest wait for the *next* token, so a long
-        # answer is never cut off while a stalled server is still noticed.
+        # answer is never cut off while a stalled server is still noticed. The Timeout is
+        # the one of the HTTP library the installed openai is built on (httpx, or httpx2
+        # from openai 3.x on): the other's is refused with a TypeError.
         self._client = openai.OpenAI(
             base_url=self.url,
             api_key=api_key or "no-key",
-            timeout=httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT)),
+            timeout=openai.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT)),
             max_retries=max_retries,
         )
 
@@ -128,7 +128,7 @@ class Chat:
             raise self._translate(exc) from None
         with response:  # also on GeneratorExit (Ctrl-C, a closed client): the socket closes
             if "event-stream" not in response.response.headers.get("content-type", ""):
-                yield self._whole_reply(response.response)  # a server that does not stream
+                yield self._whole_reply(response.response.read())  # a server that does not stream
                 return
             try:
                 for chunk in response:
@@ -145,10 +145,10 @@ class Chat:
                     f"stream ({first_line(exc)}). Check OPENAI_BASE_URL."
                 ) from None
 
-    def _whole_reply(self, http: httpx.Response) -> str:
+    def _whole_reply(self, body: bytes) -> str:
         """The text of a plain (non-streamed) chat completion."""
         try:
-            return str(json.loads(http.read())["choices"][0]["message"]["content"] or "")
+            return str(json.loads(body)["choices"][0]["message"]["content"] or "")
         except (ValueError, LookupError, TypeError):
             raise LLMFailed(
                 f"the LLM server at {self.url} sent a reply that is neither an OpenAI-style "
