@@ -41,6 +41,7 @@ ANSWER_SETS = (  # (file in bench/answers, knowledge folder under the data folde
     ("tldr-zh.jsonl", "tldr/pages.zh"),
     ("tldr-zh-typed.jsonl", "tldr/pages.zh"),
     ("tldr-zh-unanswerable.jsonl", "tldr/pages.zh"),
+    ("tldr-en-of-zh.jsonl", "tldr/pages.zh"),
 )
 ZH_SETS = (
     ("ZH->EN all", "obsidian-zh.jsonl", ("cross-zh", "cross-zh-hard"), "en/"),

@@ -107,6 +107,33 @@ def test_a_question_the_notes_answer_is_answered(index, question: str, source: s
     assert result.references and result.references[0].source == source
 
 
+CHINESE_NOTES = {
+    "工作/部署.md": (
+        "# 部署\n\n部署机器人 shipit 每次部署大约需要 4 分钟。"
+        "部署前先在 staging 环境跑一遍冒烟测试。\n\n"
+        "## 回滚\n\n出问题时运行 `shipit rollback` 回到上一个版本。\n"
+    ),
+    "工作/数据平台.md": ("# 数据平台\n\n每天凌晨三点同步一次订单表，报表在早上八点前生成。\n"),
+    "家/做饭.md": "# 做饭\n\n红烧肉先焯水，再小火炖一个小时。米饭用电饭煲煮四十分钟。\n",
+}
+
+
+@pytest.fixture(scope="module")
+def chinese_index(tmp_path_factory: pytest.TempPathFactory):
+    return synced_index(tmp_path_factory.mktemp("chinese"), CHINESE_NOTES)
+
+
+def test_an_english_question_about_chinese_notes_is_answered(chinese_index) -> None:
+    """Cosines across languages run low: an English question comes at about 0.35 to the
+    Chinese sentence that answers it, and must not be declined for that."""
+    answered = ask(chinese_index, "When is the order table synced?")
+    declined = ask(chinese_index, "What is the capital of Australia?")
+
+    assert answered.answered is True, answered.confidence
+    assert answered.references[0].source == "工作/数据平台.md"
+    assert declined.answered is False, declined.confidence
+
+
 @pytest.mark.slow  # builds a big folder or runs several syncs: minutes on a busy machine
 def test_the_threshold_is_a_setting(tmp_path: Path) -> None:
     from askmd.pipeline import Index
