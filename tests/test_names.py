@@ -60,6 +60,10 @@ from tests.conftest import synced_index
         ("用 Obsidian 写 daily notes 还是用 Notion 好？", ["Obsidian", "daily", "notes", "Notion"]),
         # identifiers side by side are names of their own
         ("UBC13 acts at PCNA K164 and SHP-2 MAPK", ["UBC13", "PCNA", "K164", "SHP-2", "MAPK"]),
+        # a question asked twice, in English and in Chinese: each sentence is read in
+        # its own script, so the English one's words are not names
+        ("What time does the book club meet? 读书会几点开始？", []),
+        ("读书会几点开始？What time does Marta's book club meet?", ["Marta"]),
         ("", []),
         ("?!", []),
     ],

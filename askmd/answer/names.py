@@ -58,7 +58,7 @@ _NOT_NAMES = frozenset(
 
 def named(question: str) -> list[str]:
     """The names in a question, as written, in order, each once."""
-    cjk = _chinese(question)
+    cjk = _scripts(question)
     words = [m.group() for m in _WORD.finditer(question) if not m.group().startswith("`")]
     content = [w for w in words if w.lower() not in STOPWORDS and w.isalpha()]
     title_case = len(content) >= 3 and all(w[:1].isupper() for w in content)
@@ -79,7 +79,7 @@ def named(question: str) -> list[str]:
             continue  # "Commelina yellow mottle virus (ComYMV)": the words before say it
         if word.startswith("`"):
             name = word.strip("`").strip()
-        elif _is_name(word, question[: match.start()], cjk, title_case):
+        elif _is_name(word, question[: match.start()], cjk(match.start()), title_case):
             name = word.strip("+#") if word.endswith("+") else word
         else:
             continue
@@ -97,6 +97,24 @@ def named(question: str) -> list[str]:
         if name and name not in found:
             found.append(name)
     return found
+
+
+def _scripts(question: str) -> Callable[[int], bool]:
+    """Whether the sentence at each offset is Chinese or Japanese: a question asked twice,
+    in English and in Chinese ("What time does the book club meet? 读书会几点开始？"), has
+    English words that are not names."""
+    parts = [(m.start(), m.end()) for m in _ASKED.finditer(question)]
+    if len(parts) < 2:
+        whole = _chinese(question)
+        return lambda at: whole
+    chinese = [_chinese(question[start:end]) for start, end in parts]
+    if len(set(chinese)) == 1:
+        return lambda at: chinese[0]
+    return lambda at: next(c for (_, end), c in zip(parts, chinese, strict=True) if at < end)
+
+
+# A sentence of a question, with the mark that ends it; the last one may have none.
+_ASKED = re.compile(r"[^?!？！。]+[?!？！。]*|[?!？！。]+")
 
 
 def _chinese(question: str) -> bool:
