@@ -208,6 +208,7 @@ class Asked:
     unmentioned: list[str] = field(default_factory=list)  # names the notes never mention
     lacking: list[str] = field(default_factory=list)  # kinds of value no close sentence gives
     uncompared: list[str] = field(default_factory=list)  # weighed, never named together
+    absent: list[str] = field(default_factory=list)  # named in the notes, not in the passages
 
     def to_json(self) -> dict:
         return {
@@ -224,6 +225,7 @@ class Asked:
             "unmentioned": self.unmentioned,
             "lacking": self.lacking,
             "uncompared": self.uncompared,
+            "absent": self.absent,
         }
 
 
@@ -288,6 +290,7 @@ def evaluate_answers(queries: list[Query], ask: Callable[[str], Answer]) -> Answ
                 list(result.unmentioned),
                 list(result.lacking),
                 list(result.uncompared),
+                list(result.absent),
             )
         )
     return report

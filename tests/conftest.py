@@ -173,6 +173,7 @@ ASK_JSON_FIELDS = [
     "unmentioned",
     "lacking",
     "uncompared",
+    "absent",
 ]
 
 

@@ -355,3 +355,66 @@ def test_ask_json_and_the_repl_debug_name_what_the_notes_never_mention(tmp_path)
     assert repl.returncode == 0, repl.stderr
     assert "declines: the notes don't seem to answer this" in repl.stdout
     assert "the notes never mention: MySQL" in repl.stdout
+
+
+# --- a name the notes mention, but not where the question's answer would be -----------
+
+FAMILY = {
+    "family/birthdays.md": (
+        "# Birthdays\n\n- Lena (partner): 14 August 1991\n- Sister Katja: 9 June 1988\n"
+        "- Nephew Paul: 22 January 2017\n"
+    ),
+    "garden/houseplants.md": (
+        "# Houseplants\n\nThe monstera was a housewarming gift from Jonas. It wants bright "
+        "indirect light and water once the top soil is dry.\n"
+    ),
+    "home/car.md": "# Car\n\nThe car's inspection is due in April 2026.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def family(tmp_path_factory: pytest.TempPathFactory):
+    return synced_index(tmp_path_factory.mktemp("family"), FAMILY)
+
+
+def test_a_person_the_closest_passages_never_name_is_not_answered_about(family) -> None:
+    """In a bigger folder the passage that names Jonas is not among those found for his
+    birthday: the list of other people's birthdays is. Without the check it is quoted."""
+    ground = family.grounding()
+    question = "When is Jonas's birthday?"
+    found = [h for h in family.search(question, 5) if h.source != "garden/houseplants.md"]
+
+    verdict = ground.judge(question, found)
+
+    assert verdict.answered is False, verdict.confidence
+    assert verdict.absent == ["Jonas"] and verdict.unmentioned == []
+    # named by a passage found, the same question is answered as before
+    assert ground.judge("When is Katja's birthday?", found).answered is True
+    assert names.absent("Who gave me the monstera, Jonas?", family.search("monstera", 5)) == []
+
+
+def test_the_decline_says_the_closest_passages_never_name_it(family) -> None:
+    from askmd.answer.exchange import decline
+    from askmd.answer.result import Answer
+
+    question = "When is Jonas's birthday?"
+    result = Answer(question, question, "extractive", hits=family.search(question, 5))
+    decline(result, absent=["Jonas"])
+    chinese = Answer("Jonas 的生日是哪天？", "", "extractive", hits=result.hits)
+    decline(chinese, absent=["Jonas"])
+
+    assert result.text == DECLINED + " The closest passages never mention “Jonas”."
+    assert chinese.text == DECLINED_ZH + "最接近的段落都没有提到“Jonas”。"
+    assert result.nearest and result.citations == []
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How do I install the API?",  # an acronym: any passage may call it otherwise
+        "Does the Obsidian API debounce?",  # a name of two words: written apart
+        "How do I sync with iCloud?",  # not a plain capitalised word
+    ],
+)
+def test_only_a_plain_capitalised_name_is_looked_for_in_the_passages(family, question) -> None:
+    assert names.absent(question, family.search(question, 5)) == []

@@ -38,6 +38,8 @@ DECLINED = "Your notes don't seem to answer this."
 DECLINED_ZH = "你的笔记里似乎没有这个问题的答案。"
 NEVER_MENTIONED = " They never mention {}."
 NEVER_MENTIONED_ZH = "笔记里没有提到{}。"
+ABSENT = " The closest passages never mention {}."
+ABSENT_ZH = "最接近的段落都没有提到{}。"
 NOT_COMPARED = " No passage compares {}."
 NOT_COMPARED_ZH = "笔记里没有一段同时讲到{}。"
 GIVE_NO = " The closest passages give no {}."
@@ -103,6 +105,7 @@ def ask(
         result.unmentioned = verdict.unmentioned
         result.lacking = verdict.lacking
         result.uncompared = verdict.uncompared
+        result.absent = verdict.absent
     if not hits:
         result.text, result.answered = NOTHING_FOUND, False
     elif verdict is not None and not verdict.answered:
@@ -111,6 +114,7 @@ def ask(
             unmentioned=verdict.unmentioned,
             lacking=verdict.lacking,
             uncompared=verdict.uncompared,
+            absent=verdict.absent,
         )
     elif chat is not None:
         try:
@@ -165,13 +169,14 @@ def decline(
     unmentioned: Sequence[str] = (),
     lacking: Sequence[str] = (),
     uncompared: Sequence[str] = (),
+    absent: Sequence[str] = (),
 ) -> None:
     """The notes do not answer: say so (or keep the model's own words saying it), cite
     nothing, and point at the nearest passages instead. Names the question asks about
     that the notes never mention are named: they are why, and the user may know them by
     another name the notes use. Else the things the question weighs that no passage
-    names together, else the kind of value asked for that the closest passages do not
-    give ("…give no price")."""
+    names together, else the people or places no passage found names, else the kind of
+    value asked for that the closest passages do not give ("…give no price")."""
     if not keep_text:
         cjk = has_cjk(result.question)
         result.text = DECLINED_ZH if cjk else DECLINED
@@ -180,6 +185,10 @@ def decline(
         elif uncompared:
             result.text += (NOT_COMPARED_ZH if cjk else NOT_COMPARED).format(
                 listed(uncompared, cjk, "和" if cjk else "and")
+            )
+        elif absent:
+            result.text += (ABSENT_ZH if cjk else ABSENT).format(
+                listed(absent, cjk, "、" if cjk else "or")
             )
         elif lacking:
             said = answer_kinds.described(list(lacking), cjk)

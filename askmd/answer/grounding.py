@@ -66,6 +66,7 @@ CJK_OF_ENGLISH = Calibration(0.21)  # ..., a CJK question about English passages
 # 0.28-0.70 to their answer; at 0.36 they lost 5 of 43 (0.12), at 0.31 2 (0.05), while the
 # unrelated English questions over the same notes stay below 0.29 and are all declined.
 ENGLISH_OF_CJK = Calibration(0.31)  # ..., a Latin-script question about CJK passages
+SAME_SCRIPT = (ENGLISH, CJK)
 MIN_CONFIDENCE = 0.5
 # What is left of the confidence when the question names something the notes never
 # mention (names.py), or weighs things no passage names together (compared.py): below
@@ -146,6 +147,9 @@ class Verdict:
     # the names the question weighs against each other that no passage names together
     # (compared.py)
     uncompared: list[str] = field(default_factory=list)
+    # the people and places the question names that the notes mention, but none of the
+    # passages read (names.absent)
+    absent: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {
@@ -157,6 +161,7 @@ class Verdict:
             "unmentioned": self.unmentioned,
             "lacking": self.lacking,
             "uncompared": self.uncompared,
+            "absent": self.absent,
         }
 
 
@@ -242,6 +247,10 @@ class Grounding:
         missing = (
             names.unmentioned(question, self.mentioned, self.together) if self.mentioned else []
         )
+        # a person or a place no passage names: the passages are about someone else
+        # (read in one script only: across languages a name may be written otherwise)
+        same = calibration in SAME_SCRIPT
+        elsewhere = names.absent(question, top) if same and not missing else []
         apart = compared.apart(question, top)
         close = [s for s, v in by_sentence.items() if v >= similarity - CLOSE]
         # the frames are only looked up for a question that asks for a kind; the sentence
@@ -254,7 +263,7 @@ class Grounding:
         # reported, not a reason to decline; a comparison no passage makes is declined
         # however close, as a sentence that made it would name what it weighs
         choices = names.alternatives(question, missing) if missing else []
-        blocking = [m for m in missing if m not in choices]
+        blocking = [m for m in missing if m not in choices] + elsewhere
         if blocking and above < RESTATES or apart or lacking and above < KIND_RESTATES:
             confidence *= UNMENTIONED
         return Verdict(
@@ -267,6 +276,7 @@ class Grounding:
             missing,
             lacking,
             apart,
+            elsewhere,
         )
 
     def coverage(self, question: str, hit: Hit) -> float:

@@ -25,9 +25,13 @@ mentioned when the notes hold each of its pairs.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from askmd.terms import CJK_CLASS, STOPWORDS, cjk_share, terms
+
+if TYPE_CHECKING:
+    from askmd.search.retriever import Hit
 
 CJK_QUESTION = 0.3  # the share of CJK letters that makes a question Chinese or Japanese
 ACRONYM = 4  # letters; a longer word in capitals is emphasis ("REALLY"), not a name to join
@@ -222,3 +226,25 @@ def words(name: str) -> list[tuple[str, tuple[str, ...]]]:
         if len(whole) >= SHORTEST:
             found.append((whole, tuple(p for p in parts if len(p) >= SHORTEST)))
     return found
+
+
+def absent(question: str, hits: Sequence[Hit]) -> list[str]:
+    """The question's names that none of these passages holds (text, heading chain or file
+    name), though the notes may: "When is Jonas's birthday?" over a list of the others'
+    birthdays. Only a plain capitalised word, a person's or a place's name, is looked
+    for: an acronym or an identifier may be written otherwise in the very passage that
+    answers ("the API", `pg`), and a name of several words may be written apart."""
+    wanted = [n for n in named(question) if _plain_name(n)]
+    if not wanted:
+        return []
+    held = {t for hit in hits for t in terms(f"{hit.source} {hit.heading_chain} {hit.text}")}
+
+    def has(term: str) -> bool:  # whole, or continued: "Lisbon" in "Lisbon's"
+        return term in held or any(h.startswith(term) for h in held)
+
+    return [name for name in wanted if not all(has(w) for w, _ in words(name))]
+
+
+def _plain_name(name: str) -> bool:
+    """A capitalised word of letters, its other letters small: Jonas, Kyoto, Tomás."""
+    return len(name) >= SHORTEST and name.isalpha() and name[0].isupper() and name[1:].islower()

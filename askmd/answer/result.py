@@ -93,6 +93,9 @@ class Answer:
     # The names the question weighs against each other ("Vim or Emacs?") that no passage
     # names together (answer/compared.py).
     uncompared: list[str] = field(default_factory=list)
+    # The people and places the question names that the notes mention, but none of the
+    # passages found (answer/names.py): the passages are about someone or somewhere else.
+    absent: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {
@@ -116,4 +119,5 @@ class Answer:
             "unmentioned": self.unmentioned,
             "lacking": self.lacking,
             "uncompared": self.uncompared,
+            "absent": self.absent,
         }

@@ -375,6 +375,9 @@ def show_verdict(verdict) -> None:
     if verdict.uncompared:
         named = " and ".join(verdict.uncompared)
         out.print(f"[dim]weighs {escape(named)}; no passage names them together[/]")
+    if verdict.absent:
+        named = ", ".join(verdict.absent)
+        out.print(f"[dim]the closest passages never mention: {escape(named)}[/]")
 
 
 def show_eval(report, verbose: bool = False) -> None:
@@ -426,13 +429,15 @@ def show_answers_eval(report, verbose: bool = False) -> None:
             names = ", ".join(a["unmentioned"])
             kinds = ", ".join(a["lacking"])
             weighed = " and ".join(a["uncompared"])
+            elsewhere = ", ".join(a["absent"])
             out.print(
                 f"{'[yellow]' if wrong else ''}{escape(clean(a['id']))}: {said}"
                 f"{'[/]' if wrong else ''} (confidence {_figure(a['confidence'])}"
                 f", gold recall {_figure(a['gold_recall'])}"
                 f"{', never mentioned: ' + escape(names) if names else ''}"
                 f"{', no close sentence gives: ' + kinds if kinds else ''}"
-                f"{', never compared: ' + escape(weighed) if weighed else ''})",
+                f"{', never compared: ' + escape(weighed) if weighed else ''}"
+                f"{', not in the passages: ' + escape(elsewhere) if elsewhere else ''})",
                 soft_wrap=True,
             )
 
@@ -694,6 +699,9 @@ def show_answer(answer: Answer, hint: bool = True) -> None:
     if answer.uncompared:
         named = " and ".join(f"“{n}”" for n in answer.uncompared)
         warning(f"no passage compares {named}: check that the answer weighs them")
+    if answer.absent:
+        named = " or ".join(f"“{n}”" for n in answer.absent)
+        warning(f"the closest passages never mention {named}: check that the answer is about it")
     if answer.lacking:
         from askmd.answer.answer_kinds import described
 

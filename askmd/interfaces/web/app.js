@@ -184,6 +184,9 @@ function showDone(turn, result) {
   if (result.answered !== false && result.unmentioned && result.unmentioned.length) {
     notes.push(`Your notes never mention ${result.unmentioned.map((n) => `“${n}”`).join(" or ")}: check that the answer is about it.`);
   }
+  if (result.answered !== false && result.absent && result.absent.length) {
+    notes.push(`The closest passages never mention ${result.absent.map((n) => `“${n}”`).join(" or ")}: check that the answer is about it.`);
+  }
   if (result.answered !== false && result.lacking && result.lacking.length) {
     notes.push(`The closest passages give no ${result.lacking.map(kindLabel).join(" or ")}: check that the answer says it.`);
   }
