@@ -329,6 +329,17 @@ SENTENCES = [
             "It worked.",
         ],
     ),
+    (
+        "abbreviation-before-a-small-word-or-a-number-not-a-break",
+        "- 10–15 May: Memmo Alfama, €1,210 total incl. breakfast. Policy no. HP-448120, "
+        "renews in May. Is it free? No. It costs €5.",
+        [
+            "10–15 May: Memmo Alfama, €1,210 total incl. breakfast.",
+            "Policy no. HP-448120, renews in May.",
+            "Is it free?",
+            "It costs €5.",  # "No." holds no content word
+        ],
+    ),
     ("empty", "", []),
     ("code-only", "```\ncode only.\n```", []),
 ]

@@ -64,7 +64,7 @@ def sentences(text: str) -> list[str]:
         start = None  # where a sentence began that an initial or a title did not end
         for m in SENTENCE.finditer(line, mark.end() if mark else 0):
             start = m.start() if start is None else start
-            if _NOT_AN_END.search(line[start : m.end()]) and m.end() < len(line):
+            if m.end() < len(line) and _goes_on(line[start : m.end()], line[m.end() :]):
                 continue
             sentence = line[start : m.end()].strip()
             start = None
@@ -79,6 +79,25 @@ _NOT_AN_END = re.compile(
     r"(?:\b[A-Z][a-z]+|\b[A-Z]\.)\s+[A-Z]\.$"
     r"|\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|Sr|Jr|St|vs|cf|e\.g|i\.e)\.$"
 )
+
+
+def _goes_on(said: str, rest: str) -> bool:
+    """Whether the "." that ends `said` is an abbreviation's, as what follows shows: a
+    small word ("total incl. breakfast"), a number after "no." ("Policy no. HP-448120"),
+    or the name after an initial or a title."""
+    if _NOT_AN_END.search(said):
+        return True
+    if not said.endswith("."):
+        return False
+    after = _NEXT_WORD.match(rest)
+    if after is None:
+        return False
+    word = after.group(1)
+    return word[0].islower() or bool(_NUMBER_SIGN.search(said) and any(c.isdigit() for c in word))
+
+
+_NEXT_WORD = re.compile(r"\s+([^\W\d_]\S*|\S*\d\S*)")
+_NUMBER_SIGN = re.compile(r"\b(?:[Nn]o|[Nn]r|[Nn]os)\.$")
 
 
 def trim(sentence: str, limit: int = FRAGMENT_CHARS) -> str:
