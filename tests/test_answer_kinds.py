@@ -152,6 +152,10 @@ def test_what_gives_a_value_of_each_kind() -> None:
     assert lacking("备份文档的初稿是谁写的？", "写完了备份文档的初稿。") == []
     # ... but two capitalised words about something else are no maker of it
     assert lacking(c, "GCC (GNU Compiler Collection) 项目的组件之一。") == ["creator"]
+    # ... nor is the title asked about, written in capitals of its own
+    jest = "Who wrote Infinite Jest?"
+    assert lacking(jest, 'Abandoned: "Infinite Jest" at page 210.') == ["creator"]
+    assert lacking(jest, "*Infinite Jest*, David Foster Wallace. Abandoned.") == []
     assert lacking("Who made Obsidian?", "Obsidian is made by Dynalist Inc.") == []
     assert lacking("Obsidian 是谁开发的？", "Obsidian 由 Dynalist 开发。") == []
     # the routine verbs of a how-to say nothing of a maker

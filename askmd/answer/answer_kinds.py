@@ -309,8 +309,10 @@ def gives(kind: Kind, sentence: str, echoed: set[str] = frozenset(), figure: boo
     """Whether a sentence gives a value of this kind. A value made of the question's own
     words (`echoed`) does not count: "2.0" does not say when 2.0 comes out. With `figure`,
     a number must be written in digits ("2 seconds", not "at once")."""
-    if kind.beside is not None and kind.beside.search(sentence):
-        if set(_WORDS.findall(sentence.lower())) & echoed:
+    if kind.beside is not None and set(_WORDS.findall(sentence.lower())) & echoed:
+        # a name of the sentence's own, not the one asked about ("Infinite Jest")
+        named = (set(_WORDS.findall(m.group().lower())) for m in kind.beside.finditer(sentence))
+        if any(not words <= echoed for words in named):
             return True
     echoed = echoed if kind.echoes else frozenset()
     return any(
