@@ -2,6 +2,7 @@
 
     python -m bench.answers_bench                       # every set of bench/answers
     python -m bench.answers_bench --dump features.jsonl # and each question's measures
+    python -m bench.answers_bench --mixed               # all sets over one mixed folder
 
 Indexes each knowledge folder once under --index-root (reused by later runs), asks every
 question of the sets in bench/answers (see its README) as `rag.py ask` does, without an
@@ -9,6 +10,8 @@ LLM, and prints one row per set: the share of unanswerable questions declined, o
 answerable ones declined, the answer's gold recall beside the top chunk's, and their
 lengths (`rag.py eval --answers` gives the same figures for one file). --dump writes the
 judgement's inputs per question (similarity, coverage, model), to calibrate grounding.py.
+--mixed asks every set over one folder holding both the English and the Chinese notes
+(copied under --index-root), as a user who keeps both in one vault has them.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--data", type=Path, default=DATA, help="the shared data folder")
     parser.add_argument("--sets", type=Path, default=ANSWERS, help="the folder of the sets")
+    parser.add_argument("--mixed", action="store_true", help="one folder of both languages")
     args = parser.parse_args(argv)
     environ = dict(s.split("=", 1) for s in args.setting)
     indexes: dict[str, Index] = {}
@@ -47,9 +51,12 @@ def main(argv: list[str] | None = None) -> None:
         path = args.sets / name
         if not path.is_file():
             continue
+        if args.mixed:
+            folder = "mixed"
         if folder not in indexes:
             ix = args.index_root / folder.replace("/", "-")
-            indexes[folder] = open_index(args.data / folder, ix, environ)
+            kb = _mixed(args.data, args.index_root) if args.mixed else args.data / folder
+            indexes[folder] = open_index(kb, ix, environ)
         index = indexes[folder]
         queries = evaluate.read_queries(path, answers=True)
         ground = index.grounding()
@@ -84,6 +91,18 @@ def main(argv: list[str] | None = None) -> None:
 UNANSWERABLE_KINDS = ("near", "unrelated")
 
 
+def _mixed(data: Path, root: Path) -> Path:
+    """Every set's notes in one folder: en/ and zh/ beside each other (copied once)."""
+    import shutil
+
+    kb = root / "mixed-notes"
+    for part in {folder for _, folder in ANSWER_SETS}:
+        there = kb / ("zh" if part.endswith(".zh") else "en")
+        if not there.is_dir():
+            shutil.copytree(data / part, there)
+    return kb
+
+
 def _kinds(path: Path, name: str) -> dict[str, str]:
     """{set:id: kind} of the set's unanswerable questions (the README's `kind` field)."""
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
@@ -104,9 +123,12 @@ def _row(label: str, s: dict) -> None:
 
 
 def smoke(tmp: Path) -> None:
-    """Every set in small (two questions, one unanswerable) over the tiny notes."""
-    main(["--data", str(tiny_data(tmp / "data")), "--sets", str(tiny_sets(tmp / "sets")),
+    """Every set in small (two questions, one unanswerable) over the tiny notes, apart and
+    in one mixed folder."""
+    data, sets = tiny_data(tmp / "data"), tiny_sets(tmp / "sets")
+    main(["--data", str(data), "--sets", str(sets),
           "--index-root", str(tmp / "ix"), "--dump", str(tmp / "features.jsonl")])  # fmt: skip
+    main(["--data", str(data), "--sets", str(sets), "--index-root", str(tmp / "ix"), "--mixed"])
 
 
 if __name__ == "__main__":

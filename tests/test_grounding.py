@@ -134,6 +134,39 @@ def test_an_english_question_about_chinese_notes_is_answered(chinese_index) -> N
     assert declined.answered is False, declined.confidence
 
 
+MIXED_NOTES = {
+    "finance/accounts.md": (
+        "# Accounts\n\n| Item | Amount | Paid from |\n| --- | --- | --- |\n"
+        "| Rent | €1,480 | joint ING |\n| Electricity | €94 | joint ING |\n\n"
+        "Emergency fund is at €14,200 in the ING savings account.\n"
+    ),
+    "travel/japan.md": (
+        "# Japan 2023\n\nTotal spent: roughly €4,300 for the two of us, flights included.\n"
+    ),
+    "home/car.md": "# Car\n\nThe car insurance costs €640 a year.\n",
+    "中文/装修.md": (
+        "# 厨房装修\n\n2025年春天装修厨房。预算 €15,000，实际花费 €16,400，超预算了。\n"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def mixed_index(tmp_path_factory: pytest.TempPathFactory):
+    return synced_index(tmp_path_factory.mktemp("mixed"), MIXED_NOTES)
+
+
+def test_an_english_question_answered_by_a_chinese_note_among_english_ones(mixed_index) -> None:
+    """Most passages found are English, so MiniLM read them all, Chinese included, and
+    its cosines with Chinese text are noise: the question was declined (0.33). Each
+    sentence is now read by the model that reads its script."""
+    result = ask(mixed_index, "How much did the kitchen renovation actually cost?")
+    declined = ask(mixed_index, "What is the capital of Australia?")
+
+    assert result.answered is True, result.confidence
+    assert "中文/装修.md" in {r.source for r in result.references}
+    assert declined.answered is False, declined.confidence
+
+
 @pytest.mark.slow  # builds a big folder or runs several syncs: minutes on a busy machine
 def test_the_threshold_is_a_setting(tmp_path: Path) -> None:
     from askmd.pipeline import Index
