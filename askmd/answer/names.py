@@ -239,7 +239,7 @@ def absent(question: str, hits: Sequence[Hit]) -> list[str]:
         return []
     held = {t for hit in hits for t in terms(f"{hit.source} {hit.heading_chain} {hit.text}")}
 
-    def has(term: str) -> bool:  # whole, or continued: "Lisbon" in "Lisbon's"
+    def has(term: str) -> bool:  # whole, or continued: "Japan" in "Japanese"
         return term in held or any(h.startswith(term) for h in held)
 
     return [name for name in wanted if not all(has(w) for w, _ in words(name))]
