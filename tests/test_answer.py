@@ -489,6 +489,37 @@ def test_extractive_prefers_the_sentence_that_gives_the_value_asked_for() -> Non
     _check_shape(text, refs, hits)
 
 
+def test_extractive_leads_with_the_passage_of_its_best_sentence() -> None:
+    budget = hit(
+        1,
+        "- Item: Phone (congstar) — Amount: €15 — Paid from: DKB\n"
+        "- Emergency fund target: 6 months of expenses, about €18,000.",
+        source="finance/accounts.md",
+        chain="Accounts › Fixed costs (monthly)",
+    )
+    nas = hit(
+        2,
+        "Synology DS920+ in the hall closet, bought Nov 2021 from Alternate for €589.",
+        source="homelab/nas.md",
+        chain="NAS",
+    )
+    meaning = {
+        "Item: Phone (congstar) — Amount: €15 — Paid from: DKB": 0.21,
+        "Emergency fund target: 6 months of expenses, about €18,000.": 0.18,
+        "Synology DS920+ in the hall closet, bought Nov 2021 from Alternate for €589.": 0.46,
+    }
+    # The search ranked the budget first ("costs" in its heading), and its lines pass on
+    # that rank; the sentence that answers comes first all the same, with its passage,
+    # and the passages keep their numbers.
+    text, refs = extractive("How much did the NAS cost?", [budget, nas], meaning=meaning)
+    lines = text.splitlines()
+    assert lines[0] == (
+        "- Synology DS920+ in the hall closet, bought Nov 2021 from Alternate for €589. [2]"
+    ), text
+    assert [r.n for r in refs][0] == 2
+    _check_shape(text, refs, [budget, nas])
+
+
 def test_extractive_skips_a_sentence_already_quoted() -> None:
     hits = [hit(1, "Redis listens on 6379."), hit(2, "Redis listens on 6379. Redis is a cache.")]
     text, refs = extractive("redis", hits)
