@@ -8,7 +8,8 @@ Indexes each knowledge folder once under --index-root (reused by later runs), as
 question of the sets in bench/answers (see its README) as `rag.py ask` does, without an
 LLM, and prints one row per set: the share of unanswerable questions declined, of
 answerable ones declined, the answer's gold recall beside the top chunk's, and their
-lengths (`rag.py eval --answers` gives the same figures for one file). --dump writes the
+lengths (`rag.py eval --answers` gives the same figures for one file), and the gold
+recall of the answer's first line alone (whether it opens with the answer). --dump writes the
 judgement's inputs per question (similarity, coverage, model), to calibrate grounding.py.
 --mixed asks every set over one folder holding both the English and the Chinese notes
 (copied under --index-root), as a user who keeps both in one vault has them.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 from askmd import evaluate
@@ -42,9 +44,12 @@ def main(argv: list[str] | None = None) -> None:
     dumped = args.dump.open("w", encoding="utf-8") if args.dump else None
     everything = evaluate.AnswerReport()
     kinds: dict[str, str] = {}
+    first: dict[tuple[str, str], str] = {}  # each answer's first line
+    leads: dict[str, float] = {}  # its gold recall: does the answer open with it?
     print("| set | questions | declined unanswerable | declined answerable | gold recall "
-          "| top chunk recall | answer chars | top chunk chars | ms p50 |")  # fmt: skip
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "| top chunk recall | answer chars | top chunk chars | ms p50 "
+          "| first line recall |")  # fmt: skip
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, folder in ANSWER_SETS:
         if args.only and args.only not in name:
             continue
@@ -64,6 +69,8 @@ def main(argv: list[str] | None = None) -> None:
 
         def ask(question: str, index: Index = index, ground=ground, k: int = k, name: str = name):
             result = index.ask(question, [], k)
+            said = result.text.split("\n")[0] if result.answered else ""
+            first[name, question] = _CITED.sub("", said)
             if dumped is not None:
                 verdict = ground.judge(result.query, result.hits)
                 dumped.write(json.dumps({"set": name, "query": question, **verdict.to_json(),
@@ -74,13 +81,17 @@ def main(argv: list[str] | None = None) -> None:
         report = evaluate.evaluate_answers(queries, ask)
         for asked, q in zip(report.asked, queries, strict=True):
             asked.id = f"{name}:{q.id}"
+            if asked.gold_recall is not None:
+                leads[asked.id] = evaluate.recall(q.answers, first[name, q.query])
         everything.asked += report.asked
-        _row(name, report.summary())
+        _row(name, report.summary(), leads, report.asked)
         for lang in sorted({a.lang for a in report.asked if a.lang}):
-            _row(f"{name} ({lang})", report.summary([a for a in report.asked if a.lang == lang]))
+            rows = [a for a in report.asked if a.lang == lang]
+            _row(f"{name} ({lang})", report.summary(rows), leads, rows)
         kinds.update(_kinds(path, name))
     for lang in sorted({a.lang for a in everything.asked if a.lang}):
-        _row(f"all ({lang})", everything.summary([a for a in everything.asked if a.lang == lang]))
+        rows = [a for a in everything.asked if a.lang == lang]
+        _row(f"all ({lang})", everything.summary(rows), leads, rows)
     for kind in UNANSWERABLE_KINDS:  # near the notes' topic, or unrelated to it
         of_kind = [a for a in everything.asked if kinds.get(a.id) == kind]
         _row(f"all unanswerable ({kind})", everything.summary(of_kind))
@@ -89,6 +100,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 UNANSWERABLE_KINDS = ("near", "unrelated")
+_CITED = re.compile(r"\[\d+\]")
 
 
 def _mixed(data: Path, root: Path) -> Path:
@@ -109,15 +121,18 @@ def _kinds(path: Path, name: str) -> dict[str, str]:
     return {f"{name}:{q['id']}": q["kind"] for q in lines if q.get("unanswerable") and "kind" in q}
 
 
-def _row(label: str, s: dict) -> None:
+def _row(label: str, s: dict, leads: dict[str, float] | None = None, rows=()) -> None:
     def f(value, form="{:.3f}"):
         return "–" if value is None else form.format(value)
+
+    lead = [leads[a.id] for a in rows if leads and a.id in leads]
+    s = {**s, "first_line_recall": sum(lead) / len(lead) if lead else None}
 
     print(
         f"| {label} | {s['questions']} | {f(s['declined_unanswerable'])} "
         f"| {f(s['declined_answerable'])} | {f(s['gold_recall'])} | {f(s['top_chunk_recall'])} "
         f"| {f(s['answer_chars'], '{:.0f}')} | {f(s['top_chunk_chars'], '{:.0f}')} "
-        f"| {f(s['ms_p50'], '{:.0f}')} |",
+        f"| {f(s['ms_p50'], '{:.0f}')} | {f(s['first_line_recall'])} |",
         flush=True,
     )
 

@@ -4,7 +4,8 @@
 
 KB and IX are the mixed folder and its index (the vault under en/, the Chinese tldr pages
 under zh/: bench/README.md). Each paraphrase question is searched once as shipped (top
-5, the REPL's default); its extractive answer (extractive.extractive) is then built with each
+5, the REPL's default) and its sentences read by meaning as the shipped answer reads them
+(grounding.judge); its extractive answer (extractive.extractive) is then built with each
 combination of the answer's switches: sentences shown by score or by passage
 (extractive.PASSAGE_ORDER), a Chinese question's words counted in English too or not
 (extractive.TRANSLATED_WORDS). Reported per set: how often the first bullet cites a note that
@@ -41,16 +42,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sets", type=Path, default=PARAPHRASE, help="the folder of the sets")
     args = parser.parse_args(argv)
     index, _, _ = open_mixed(args.kb, args.ix)
+    ground = index.grounding()
     shipped = (extractive.PASSAGE_ORDER, extractive.TRANSLATED_WORDS)
     print("| set | shown by | Chinese words in English | first bullet answers | any bullet "
           "answers | bullets |\n| --- | --- | --- | ---: | ---: | ---: |")  # fmt: skip
     for label, name, kinds, prefix in SETS:
         searched = [(q, index.search(q["query"], 5)) for q in load(name, kinds, args.sets)]
+        # each sentence's cosine with the question, as the shipped answer reads them
+        meant = [ground.judge(q["query"], hits).sentences for q, hits in searched]
         for order, translated in SWITCHES:
             extractive.PASSAGE_ORDER, extractive.TRANSLATED_WORDS = order, translated
             first = anywhere = bullets = 0
-            for q, hits in searched:
-                text, _ = extractive.extractive(q["query"], hits)
+            for (q, hits), meaning in zip(searched, meant, strict=True):
+                text, _ = extractive.extractive(q["query"], hits, meaning=meaning)
                 want = {prefix + r for r in q["relevant"]}
                 cited = [hits[int(n) - 1].source in want for n in _CITED.findall(text)]
                 bullets += len(cited)
