@@ -340,6 +340,16 @@ SENTENCES = [
             "It costs €5.",  # "No." holds no content word
         ],
     ),
+    (
+        "end-inside-brackets-not-a-break",
+        "烤 25 分钟（我家烤箱偏热，150 度正好；别的烤箱用 160 度）。"
+        "Bake it (at 150 °C. Not hotter.) then rest. An open (bracket; stays open",
+        [
+            "烤 25 分钟（我家烤箱偏热，150 度正好；别的烤箱用 160 度）。",
+            "Bake it (at 150 °C. Not hotter.) then rest.",
+            "An open (bracket; stays open",
+        ],
+    ),
     ("empty", "", []),
     ("code-only", "```\ncode only.\n```", []),
 ]

@@ -84,8 +84,9 @@ _NOT_AN_END = re.compile(
 def _goes_on(said: str, rest: str) -> bool:
     """Whether the "." that ends `said` is an abbreviation's, as what follows shows: a
     small word ("total incl. breakfast"), a number after "no." ("Policy no. HP-448120"),
-    or the name after an initial or a title."""
-    if _NOT_AN_END.search(said):
+    or the name after an initial or a title; or an end inside brackets the line closes
+    later ("（偏热，150 度正好；别的用 160 度）": the "；" ends no sentence)."""
+    if _NOT_AN_END.search(said) or _inside_brackets(said, rest):
         return True
     if not said.endswith("."):
         return False
@@ -94,6 +95,13 @@ def _goes_on(said: str, rest: str) -> bool:
         return False
     word = after.group(1)
     return word[0].islower() or bool(_NUMBER_SIGN.search(said) and any(c.isdigit() for c in word))
+
+
+_BRACKETS = ("()", "（）", "[]", "［］", "【】", "「」", "『』")
+
+
+def _inside_brackets(said: str, rest: str) -> bool:
+    return any(said.count(o) > said.count(c) and c in rest for o, c in _BRACKETS)
 
 
 _NEXT_WORD = re.compile(r"\s+([^\W\d_]\S*|\S*\d\S*)")
