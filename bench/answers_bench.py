@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from pathlib import Path
 
 from askmd import evaluate
+from askmd.answer.citations import CITATION
 from askmd.pipeline import Index
 from bench.common import ANSWER_SETS, ANSWERS, DATA, open_index, tiny_data, tiny_sets
 
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> None:
         def ask(question: str, index: Index = index, ground=ground, k: int = k, name: str = name):
             result = index.ask(question, [], k)
             said = result.text.split("\n")[0] if result.answered else ""
-            first[name, question] = _CITED.sub("", said)
+            first[name, question] = CITATION.sub("", said)
             if dumped is not None:
                 verdict = ground.judge(result.query, result.hits)
                 dumped.write(json.dumps({"set": name, "query": question, **verdict.to_json(),
@@ -100,7 +100,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 UNANSWERABLE_KINDS = ("near", "unrelated")
-_CITED = re.compile(r"\[\d+\]")
 
 
 def _mixed(data: Path, root: Path) -> Path:
