@@ -286,6 +286,24 @@ def test_in_process_list_notes_has_chunk_counts_and_titles(index) -> None:
     assert [n["path"] for n in some.structured_content["notes"]] == ["guides/ports.md"]
 
 
+def test_in_process_stop_waits_for_the_start_up_sync_and_starts_no_watcher_after(
+    tmp_path,
+) -> None:
+    """Leaving (the client closed stdin) while the start-up sync still runs: `stop` waits
+    for it, and the watcher it would have started afterwards is never started. A sync
+    left running inside Chroma's or onnxruntime's native code as the interpreter shuts
+    down aborts the process ("terminate called without an active exception", status
+    -6) instead of exiting 0."""
+    kb = write_notes(tmp_path / "kb", {f"n{i}.md": f"# N{i}\n\nnote {i} text\n" for i in range(40)})
+    settings = load_settings({}, None, {"knowledge_dir": kb, "index_dir": tmp_path / "ix"})
+    server = mcp_server.build(pipeline.Index(settings), watch=True)
+    started = server.notes.start()
+    server.notes.stop()
+    assert not started.is_alive()
+    assert server.notes.watcher is None
+    assert not any(t.name == "askmd-watch" and t.is_alive() for t in threading.enumerate())
+
+
 def test_in_process_write_tools_exist_only_when_allowed(index) -> None:
     read_only = run(server_over(index), lambda c: c.list_tools())
     assert [t.name for t in read_only.tools] == READ_TOOLS

@@ -4,8 +4,9 @@ Python finalises the interpreter with daemon threads still running, and one that
 onnxruntime at that moment can take the process down with it ("terminate called without an
 active exception", status 134) after a clean Ctrl-C. What askmd writes is committed a group
 at a time and a kill at any point loses at most the group in flight (the next run repairs
-it), so when the watcher or the vector filler has not finished within the wait, the
-process leaves at once, as a kill would, with the status it was going to have.
+it), so when the watcher, the vector filler or the MCP server's start-up sync has not
+finished within the wait, the process leaves at once, as a kill would, with the status
+it was going to have.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import os
 import sys
 import threading
 
-WORKERS = ("askmd-filler", "askmd-watch")  # the threads that embed and write
+WORKERS = ("askmd-filler", "askmd-watch", "askmd-mcp-start")  # the threads that sync and embed
 
 
 def exit_now_if_busy(status: int = 0) -> None:

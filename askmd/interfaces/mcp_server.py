@@ -271,7 +271,9 @@ class Notes:
         self.settings = index.settings
         self.watch = self.settings.watch if watch is None else watch
         self.started = threading.Event()  # the start-up sync is over (done, or given up)
+        self.leaving = threading.Event()  # stop() was called: start nothing more
         self.watcher = None
+        self._starting: threading.Thread | None = None
 
     # -- starting ------------------------------------------------------------------------------
 
@@ -279,6 +281,7 @@ class Notes:
         """Sync, then watch, in the background: the client's handshake is answered at once,
         and a tool waits for the sync (index_status does not)."""
         thread = threading.Thread(target=self._start, name="askmd-mcp-start", daemon=True)
+        self._starting = thread
         thread.start()
         return thread
 
@@ -295,13 +298,19 @@ class Notes:
             console.error(f"the start-up sync failed: {type(exc).__name__}: {first_line(exc)}")
         finally:
             self.started.set()
-        if self.watch and not self.index.read_only:
+        if self.watch and not self.index.read_only and not self.leaving.is_set():
             from askmd.interfaces.watcher import Watcher
 
             self.watcher = Watcher(self.index, _changed, console.warning)
             self.watcher.start()
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 30.0) -> None:
+        """Wait for the start-up sync (a sync left inside native code while the interpreter
+        shuts down aborts the process), then stop the watcher and the filler it started.
+        A sync still running after `timeout` is left to `leaving.exit_now_if_busy`."""
+        self.leaving.set()
+        if self._starting is not None and self._starting is not threading.current_thread():
+            self._starting.join(timeout)
         if self.watcher is not None:
             self.watcher.stop()
         if self.index.filler is not None:
