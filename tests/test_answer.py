@@ -350,6 +350,13 @@ SENTENCES = [
             "An open (bracket; stays open",
         ],
     ),
+    (
+        "tag-and-see-also-lines-are-no-sentences",
+        "tags: #bread #baking\n#incident #postgres\n- #admin, #money\nSee also [[Budget]] and "
+        "[[Taxes]].\nRelated: [[A]], [B](b.md)\n参见 [[预算]]。\n相关笔记：[[预算]]、[[税]]\n"
+        "The #bread tag marks recipes. See also the budget for 2025.",
+        ["The #bread tag marks recipes.", "See also the budget for 2025."],
+    ),
     ("empty", "", []),
     ("code-only", "```\ncode only.\n```", []),
 ]
@@ -1046,9 +1053,12 @@ def test_the_first_passage_found_is_not_crowded_out_by_a_lower_one() -> None:
 
 
 def test_a_colon_before_a_heading_brings_nothing() -> None:
+    alone = hit(1, "Steps for the release:\n\n## Later\n", chain="Release")
+    text, _ = extractive("steps for the release", [alone])
+    assert text == "- Steps for the release: [1]"  # nothing else is near: it points there
     note = hit(1, "Steps for the release:\n\n## Later\n\nNothing here yet.\n", chain="Release")
     text, _ = extractive("steps for the release", [note])
-    assert text.splitlines()[0] == "- Steps for the release: [1]" and "Later" not in text
+    assert text == "- Nothing here yet. [1]"  # quoted beside another, the label gives way
 
 
 def test_a_table_row_is_quoted_as_its_cells_under_their_column_names() -> None:
@@ -1143,3 +1153,39 @@ def test_links_are_shown_as_their_display_text_and_references_stay_verbatim() ->
         "- Read about headings in the guide and Daily notes › Template `[[kept]]`. [1]",
     ]
     assert "[[Internal links#Link to a heading|headings]]" in refs[0].text
+
+
+def test_a_task_box_is_shown_as_a_checkbox_and_the_reference_stays_verbatim() -> None:
+    note = hit(
+        1,
+        "Done this week:\n- [x] Renewed the passport, it cost €85.\n- [ ] Book the dentist.\n\n"
+        "## Later\n\n- [X] Paid the car insurance premium of €412.\n",
+        source="todo.md",
+        chain="Weekly review",
+    )
+    text, refs = extractive("How much did the passport renewal cost?", [note])
+    assert text.splitlines()[0] == "- ☑ Renewed the passport, it cost €85. [1]"
+    assert refs[0].text == "[x] Renewed the passport, it cost €85."
+    text, _ = extractive("What did I get done this week?", [note])
+    assert text.splitlines()[:3] == [
+        "- Done this week: [1]",
+        "  - ☑ Renewed the passport, it cost €85.",
+        "  - ☐ Book the dentist.",
+    ]
+    text, _ = extractive("How much was the car insurance premium?", [note])
+    assert text.splitlines()[0] == "- ☑ Paid the car insurance premium of €412. [1]"
+    text, _ = extractive("what does `[x]` mean", [hit(1, "In code, `[x]` is a list.")])
+    assert text == "- In code, `[x]` is a list. [1]"
+
+
+def test_a_label_that_introduces_nothing_is_not_quoted() -> None:
+    # "要点：" then a heading (the section ends) or the passage's end: nothing to show
+    note = hit(
+        1,
+        "烤面包要点：\n\n## 温度\n\n面包用 250 度烤 20 分钟，再开盖烤 25 分钟。\n\nKey points:",
+        source="面包.md",
+        chain="面包",
+    )
+    text, _ = extractive("烤面包的要点是什么？", [note])
+    assert "要点：" not in text and "Key points:" not in text, text
+    assert "250 度" in text

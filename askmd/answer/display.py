@@ -52,6 +52,12 @@ def introduced_block(text: str, sentence: str) -> str:
     return _capped(block, "")
 
 
+def introduces_nothing(text: str, sentence: str) -> bool:
+    """A sentence ending in a colon whose list, code or paragraph is not in the passage
+    ("要点：" before a heading, "Key points:" at a chunk's end): it says nothing alone."""
+    return bool(_INTRODUCES.search(sentence)) and not introduced_block(text, sentence)
+
+
 def _after(text: str, sentence: str) -> list[str] | None:
     """The lines after the sentence's own, from the first that is not blank; None when
     something else follows the sentence on its line (it does not end it)."""
@@ -164,10 +170,17 @@ _WIKI = re.compile(r"(!?)\[\[([^\]|\n]+?)(?:\|([^\]\n]+))?\]\]")
 _MD_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\s]+(?:\s+\"[^\"]*\")?\)")
 
 
+# A task list item's box, at the start of a line (after its list mark, if the line has
+# one): "- [x] Paid" reads "- ☑ Paid"; "[ ]" (not done) stays visible as "☐".
+_TASK_BOX = re.compile(r"^(\s*(?:(?:[-*+]|\d{1,9}[.)])\s+)?)\[([ xX])\](?=\s)", re.M)
+
+
 def display_text(text: str) -> str:
-    """Link syntax as a reader sees it, outside code: `[[Daily notes]]` → Daily notes,
-    `[[Internal links#Link to a heading|headings]]` → headings, `[[Page#Part]]` →
-    Page › Part, `[text](url)` → text. References keep quoting the file verbatim."""
+    """Link syntax and task boxes as a reader sees them, outside code: `[[Daily notes]]`
+    → Daily notes, `[[Internal links#Link to a heading|headings]]` → headings,
+    `[[Page#Part]]` → Page › Part, `[text](url)` → text, `[x]` → ☑, `[ ]` → ☐.
+    References keep quoting the file verbatim."""
+    text = _TASK_BOX.sub(lambda m: m.group(1) + ("☐" if m.group(2) == " " else "☑"), text)
     code = [m.span() for m in CODE.finditer(text)]
 
     def outside(match: re.Match) -> bool:

@@ -15,6 +15,7 @@ from askmd.answer.display import (
     display_text,
     indent,
     introduced_block,
+    introduces_nothing,
     labelled_row,
 )
 from askmd.answer.overlap import query_share, term_idf, term_weights
@@ -85,6 +86,12 @@ def extractive(
         gives = any(answer_kinds.gives(k, sentence, echoed, figure=True) for k in kinds)
         value = VALUE if gives and overlap > 0 else 0.0  # a value about what was asked
         scores.append(LEXICAL * overlap + near + bonus + steps + value if relevant else 0.0)
+    # A label whose list or code the passage does not hold ("要点：" before a heading) says
+    # nothing alone: it gives way to any sentence that is quoted beside it.
+    empty = [introduces_nothing(hits[c[0] - 1].text, c[1]) for c in candidates]
+    enough = RELATIVE * max(scores)
+    if any(score >= enough > 0 and not empty[i] for i, score in enumerate(scores)):
+        scores = [0.0 if empty[i] else score for i, score in enumerate(scores)]
     ranked = sorted((i for i in range(len(candidates)) if scores[i] > 0), key=lambda i: -scores[i])
     chosen: list[int] = []
     per_hit: Counter[int] = Counter()

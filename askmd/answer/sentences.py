@@ -34,10 +34,26 @@ _REFERENCE_LINE = re.compile(
 )
 _FRAGMENT_LINE = re.compile(r'^\s*["“「『].*["”」』]\s*$')
 
+# Lines that point rather than say: a note's tags ("tags: #bread", "#incident #postgres")
+# and its links onward ("See also [[Budget]].", "相关笔记：[[预算]]、[[税]]"). Quoted as an
+# answer they cite the note for nothing; read as evidence they make any question on the
+# note's topic look answered.
+_SEP = r"[\s,，、;；.。]|\band\b|和|及"
+_TAG = r"#[^\s#,，、;；.。]+"
+_TAG_LINE = re.compile(
+    rf"^(?:(?:tags?|标签)\s*[:：]\s*)?{_TAG}(?:(?:{_SEP})+{_TAG})*(?:{_SEP})*$", re.I
+)
+_LINK = r"!?\[\[[^\]\n]+\]\]|!?\[[^\]\n]*\]\([^)\n]*\)"
+_LINKS_LINE = re.compile(
+    rf"^(?:see also|related(?: notes)?|参见|另见|相关(?:笔记)?)\s*[:：]?\s*"
+    rf"(?:{_LINK})(?:(?:{_SEP})*(?:{_LINK}))*(?:{_SEP})*$",
+    re.I,
+)
+
 
 def sentences(text: str) -> list[str]:
-    """The prose sentences of a passage, verbatim; headings, code and lines shaped like
-    askmd's own reference list are left out."""
+    """The prose sentences of a passage, verbatim; headings, code, tag and see-also lines,
+    and lines shaped like askmd's own reference list are left out."""
     out: list[str] = []
     fence = ""  # the open fence's marker; a closer is the same character, at least as long
     lines = text.splitlines()
@@ -61,6 +77,9 @@ def sentences(text: str) -> list[str]:
         if i + 1 < len(lines) and TABLE_RULE.match(lines[i + 1]):
             continue  # a table's header row says nothing by itself
         mark = LIST_MARK.match(line)
+        said = line[mark.end() if mark else 0 :].strip()
+        if _TAG_LINE.match(said) or _LINKS_LINE.match(said):
+            continue
         start = None  # where a sentence began that an initial or a title did not end
         for m in SENTENCE.finditer(line, mark.end() if mark else 0):
             start = m.start() if start is None else start
