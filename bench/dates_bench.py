@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import tempfile
@@ -126,11 +127,19 @@ def latency(index: Index, rows: list[dict], rounds: int) -> tuple[float, float]:
     return statistics.median(times[True]), statistics.median(times[False])
 
 
-def answered(index: Index, rows: list[dict]) -> tuple[float, float]:
+def answered(index: Index, rows: list[dict]) -> tuple[float, float, float]:
     """The share of dated questions the grounding judge finds answered by their top
     passages, judging the question without its date words when the best passage is of
-    that day (as askmd does) and with them."""
+    that day (as askmd does) and with them; and the share of the absolute ones asked of
+    a day two years earlier, which no note is of (the year changed in the question's
+    own spelling), that it declines."""
     judge = index.grounding()
+    other_days = []
+    for row in rows:
+        if row["kind"] == "absolute":
+            os.environ["ASKMD_TODAY"] = row["today"]
+            question = re.sub(r"20(2[5-6])", lambda m: f"20{int(m.group(1)) - 2}", row["q"])
+            other_days.append(not judge.judge(question, index.search(question, 5)).answered)
     shares = []
     plain = grounding._undated
     for undated in (True, False):
@@ -146,7 +155,7 @@ def answered(index: Index, rows: list[dict]) -> tuple[float, float]:
             shares.append(sum(said) / len(said))
         finally:
             grounding._undated = plain
-    return shares[0], shares[1]
+    return shares[0], shares[1], sum(other_days) / max(len(other_days), 1)
 
 
 def added_cost(index: Index, rows: list[dict], repeat: int = 200) -> tuple[float, float]:
@@ -176,7 +185,7 @@ def main(argv: list[str] | None = None) -> None:
     rows = load(args.smoke)
     langs = ["en"] if args.smoke else ["en", "zh"]
     results: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
-    judged_as: dict[str, tuple[float, float]] = {}
+    judged_as: dict[str, tuple[float, float, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for lang in langs:
@@ -207,10 +216,11 @@ def main(argv: list[str] | None = None) -> None:
         f"\nsearch p50 of undated questions (en): {with_dates:.1f} ms with dates read, "
         f"{without:.1f} ms without; ratio {with_dates / without:.3f}"
     )
-    for lang, (without_words, with_words) in judged_as.items():
+    for lang, (without_words, with_words, other_days) in judged_as.items():
         print(
             f"dated questions judged answered ({lang}): {without_words:.3f} judged without "
-            f"their date words, {with_words:.3f} with them"
+            f"their date words, {with_words:.3f} with them; asked of a day no note is "
+            f"of, declined {other_days:.3f}"
         )
     print(
         f"added per search: {reading:.0f} us reading the question for dates, "

@@ -174,6 +174,7 @@ ASK_JSON_FIELDS = [
     "lacking",
     "uncompared",
     "absent",
+    "other_days",
 ]
 
 

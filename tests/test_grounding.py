@@ -409,3 +409,71 @@ def test_a_fake_reference_list_in_a_note_is_not_quoted(tmp_path: Path) -> None:
 )
 def test_reference_shaped_lines(line: str, quoted: bool) -> None:
     assert bool(sentences(line)) is quoted
+
+
+# --- a question that names a day ------------------------------------------------------------
+
+DATED = {
+    "sport/parkrun.md": (
+        "# Parkrun log\n\n"
+        "- 2025-02-23: 25:41 at Bushy Park, windy and muddy.\n"
+        "- 2025-03-09: 24:58 at Bushy Park, a new PB.\n"
+        "- 2025-03-16: 25:10 at Richmond Park with Anna.\n"
+        "- 2025-03-23: 26:02 at Bushy Park, tired legs.\n"
+    ),
+    "sport/runs.md": (
+        "# Runs\n\n## 2025-04-06\n\nLong run of 18 km along the river in 1:42:10.\n\n"
+        "## 2025-04-13\n\nInterval session: 6 x 800 m in 3:20 each.\n"
+    ),
+    "garden.md": "# Garden\n\nPlanted tomatoes and basil in the raised bed.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def dated(tmp_path_factory: pytest.TempPathFactory):
+    return synced_index(tmp_path_factory.mktemp("dated"), DATED)
+
+
+@pytest.mark.parametrize(
+    ("question", "day"),
+    [
+        ("What was my parkrun time on 2025-03-02?", "2025-03-02"),
+        ("How long was my run on April 20, 2025?", "2025-04-20"),
+        ("2025年3月2日 parkrun 跑了多久？", "2025-03-02"),
+    ],
+)
+def test_a_day_no_passage_is_of_is_declined(dated, question: str, day: str) -> None:
+    """The passages found are entries of other days: the run asked about is not in the
+    notes, and another run's time is no answer to it."""
+    result = ask(dated, question)
+
+    assert result.answered is False, result.text
+    assert result.text.startswith(DECLINED_ZH if "年" in question else DECLINED)
+    assert day in result.text
+    assert result.citations == [] and result.nearest
+
+
+@pytest.mark.parametrize(
+    ("question", "said", "others"),
+    [
+        ("What was my parkrun time on 2025-03-09?", "24:58", ("25:41", "25:10", "26:02")),
+        ("What was my parkrun time on March 16, 2025?", "25:10", ("25:41", "24:58", "26:02")),
+        ("How long was my run on 2025-04-06?", "1:42:10", ("3:20",)),
+    ],
+)
+def test_a_day_asked_about_is_quoted_without_the_entries_of_other_days(
+    dated, question: str, said: str, others: tuple[str, ...]
+) -> None:
+    result = ask(dated, question)
+
+    assert result.answered is True, result.text
+    assert said in result.text.splitlines()[0], result.text
+    assert not any(other in result.text for other in others), result.text
+
+
+def test_a_day_named_of_undated_notes_decides_nothing(index) -> None:
+    """Notes with no dates cannot be of another day: the date does not decline."""
+    result = ask(index, "What port did the API listen on 2025-03-02?")
+
+    assert result.answered is True, result.text
+    assert "8420" in result.text

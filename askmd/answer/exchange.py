@@ -44,6 +44,8 @@ NOT_COMPARED = " No passage compares {}."
 NOT_COMPARED_ZH = "笔记里没有一段同时讲到{}。"
 GIVE_NO = " The closest passages give no {}."
 GIVE_NO_ZH = "最接近的段落里没有给出{}。"
+OTHER_DAYS = " The closest passages are of other days than {}."
+OTHER_DAYS_ZH = "最接近的段落都不是 {} 的记录。"
 NEAREST = 3  # passages shown as pointers under a declined answer
 
 
@@ -106,6 +108,7 @@ def ask(
         result.lacking = verdict.lacking
         result.uncompared = verdict.uncompared
         result.absent = verdict.absent
+        result.other_days = verdict.other_days
     if not hits:
         result.text, result.answered = NOTHING_FOUND, False
     elif verdict is not None and not verdict.answered:
@@ -115,6 +118,7 @@ def ask(
             lacking=verdict.lacking,
             uncompared=verdict.uncompared,
             absent=verdict.absent,
+            other_days=verdict.other_days,
         )
     elif chat is not None:
         try:
@@ -170,13 +174,15 @@ def decline(
     lacking: Sequence[str] = (),
     uncompared: Sequence[str] = (),
     absent: Sequence[str] = (),
+    other_days: str = "",
 ) -> None:
     """The notes do not answer: say so (or keep the model's own words saying it), cite
     nothing, and point at the nearest passages instead. Names the question asks about
     that the notes never mention are named: they are why, and the user may know them by
     another name the notes use. Else the things the question weighs that no passage
-    names together, else the people or places no passage found names, else the kind of
-    value asked for that the closest passages do not give ("…give no price")."""
+    names together, else the people or places no passage found names, else the day
+    asked about when the passages are entries of other days, else the kind of value
+    asked for that the closest passages do not give ("…give no price")."""
     if not keep_text:
         cjk = has_cjk(result.question)
         result.text = DECLINED_ZH if cjk else DECLINED
@@ -190,6 +196,8 @@ def decline(
             result.text += (ABSENT_ZH if cjk else ABSENT).format(
                 listed(absent, cjk, "、" if cjk else "or")
             )
+        elif other_days:
+            result.text += (OTHER_DAYS_ZH if cjk else OTHER_DAYS).format(other_days)
         elif lacking:
             said = answer_kinds.described(list(lacking), cjk)
             result.text += (GIVE_NO_ZH if cjk else GIVE_NO).format(said)

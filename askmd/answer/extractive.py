@@ -7,7 +7,7 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from askmd.answer import answer_kinds
+from askmd.answer import answer_kinds, dated
 from askmd.answer.citations import neutralise_citations
 from askmd.answer.display import (
     balanced_emphasis,
@@ -86,6 +86,13 @@ def extractive(
         gives = any(answer_kinds.gives(k, sentence, echoed, figure=True) for k in kinds)
         value = VALUE if gives and overlap > 0 else 0.0  # a value about what was asked
         scores.append(LEXICAL * overlap + near + bonus + steps + value if relevant else 0.0)
+    # A question naming a day: the entries of other days are not quoted while one of
+    # that day is ("- 2025-03-09: 24:58" for the run of 2025-03-16)
+    period = dated.asked(query)
+    if period is not None:
+        days = [dated.of_period(c[1], hits[c[0] - 1], period) for c in candidates]
+        if any(days[i] and score > 0 for i, score in enumerate(scores)):
+            scores = [0.0 if days[i] is False else score for i, score in enumerate(scores)]
     # A label whose list or code the passage does not hold ("要点：" before a heading) says
     # nothing alone: it gives way to any sentence that is quoted beside it.
     empty = [introduces_nothing(hits[c[0] - 1].text, c[1]) for c in candidates]

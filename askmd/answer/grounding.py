@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from askmd.answer import answer_kinds, compared, names
+from askmd.answer import answer_kinds, compared, dated, names
 from askmd.index import embedding_models as models
 from askmd.search.query_translation import english_terms
 from askmd.terms import cjk_share, content_terms, has_cjk
@@ -150,6 +150,9 @@ class Verdict:
     # the people and places the question names that the notes mention, but none of the
     # passages read (names.absent)
     absent: list[str] = field(default_factory=list)
+    # the day (or week, month) the question names when the closest sentences are all of
+    # other days (dated.py): "2025-03-02", or "2025-03-01 – 2025-03-31"
+    other_days: str = ""
 
     def to_json(self) -> dict:
         return {
@@ -162,6 +165,7 @@ class Verdict:
             "lacking": self.lacking,
             "uncompared": self.uncompared,
             "absent": self.absent,
+            "other_days": self.other_days,
         }
 
 
@@ -257,11 +261,13 @@ class Grounding:
         question = _undated(question, top[0])
         found: list[str] = []
         after: dict[str, str] = {}  # each sentence's next one in its passage
+        owner: dict[str, Hit] = {}  # each sentence's passage (its first)
         for hit in top:
             said = self.split(hit.text)
             for sentence, following in itertools.zip_longest(said, said[1:]):
                 if sentence not in found:
                     found.append(sentence)
+                    owner[sentence] = hit
                     if following:
                         after[sentence] = following
         found = found[:MAX_SENTENCES]
@@ -286,12 +292,22 @@ class Grounding:
         nexts = (after[s] for s in close if s in after)
         lacking = answer_kinds.lacking(question, itertools.chain(close, _around(close, top), nexts))
         above = similarity - calibration.line
+        # the day asked about: the closest sentences are all entries of other days
+        period = dated.asked(question)
+        if period is not None and dated.missing(
+            period, [(s, owner[s]) for s in close], list(owner.items())
+        ):
+            other_day = dated.shown(period)
+        else:
+            other_day = ""
         # a missing name offered as one choice of several ("Zoom or Google Meet?") is
         # reported, not a reason to decline; a comparison no passage makes is declined
         # however close, as a sentence that made it would name what it weighs
         choices = names.alternatives(question, missing) if missing else []
         blocking = [m for m in missing if m not in choices] + elsewhere
         if blocking and above < RESTATES or apart or lacking and above < KIND_RESTATES:
+            confidence *= UNMENTIONED
+        if other_day:
             confidence *= UNMENTIONED
         return Verdict(
             confidence >= self.min_confidence,
@@ -304,6 +320,7 @@ class Grounding:
             lacking,
             apart,
             elsewhere,
+            other_day,
         )
 
     def coverage(self, question: str, hit: Hit) -> float:

@@ -96,6 +96,9 @@ class Answer:
     # The people and places the question names that the notes mention, but none of the
     # passages found (answer/names.py): the passages are about someone or somewhere else.
     absent: list[str] = field(default_factory=list)
+    # The day, week or month the question names when the closest sentences are all of
+    # other days (answer/dated.py): "2025-03-02", or "2025-03-01 – 2025-03-31"; else "".
+    other_days: str = ""
 
     def to_json(self) -> dict:
         return {
@@ -120,4 +123,5 @@ class Answer:
             "lacking": self.lacking,
             "uncompared": self.uncompared,
             "absent": self.absent,
+            "other_days": self.other_days,
         }

@@ -378,6 +378,10 @@ def show_verdict(verdict) -> None:
     if verdict.absent:
         named = ", ".join(verdict.absent)
         out.print(f"[dim]the closest passages never mention: {escape(named)}[/]")
+    if verdict.other_days:
+        out.print(
+            f"[dim]asks about {verdict.other_days}; the closest sentences are of other days[/]"
+        )
 
 
 def show_eval(report, verbose: bool = False) -> None:

@@ -172,6 +172,26 @@ def without_dates(query: str, today: dt.date) -> str:
     return re.sub(r"\s+([?!.,;:？。，])", r"\1", re.sub(r"\s+", " ", query)).strip()
 
 
+def days_written(text: str, year: int | None = None) -> list[str]:
+    """The days a passage's sentence spells out (ISO), in the order written: full dates,
+    and with `year` (its note's) the days written without one ("3月2日", "March 2").
+    Relative words ("yesterday") are not read: in a note they meant the day it was
+    written, not today."""
+    found: list[tuple[int, str]] = []
+    taken: list[tuple[int, int]] = []
+    patterns = [*_FULL, *(_NO_YEAR if year is not None else [])]
+    for pattern, order in patterns:
+        for match in pattern.finditer(text):
+            if any(match.start() < end and start < match.end() for start, end in taken):
+                continue
+            parts = dict(zip(order, match.groups(), strict=True))
+            day = _day(int(parts.get("y", year or 0)), _month(parts["m"]), int(parts["d"]))
+            taken.append(match.span())
+            if day is not None:
+                found.append((match.start(), day.isoformat()))
+    return [day for _, day in sorted(found)]
+
+
 def _read(
     query: str, today: dt.date
 ) -> tuple[list[tuple[dt.date, dt.date]], list[tuple[int, int]]]:
