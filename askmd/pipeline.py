@@ -522,12 +522,15 @@ class Index:
                 period=self.dates_in(query),
             )  # fmt: skip
 
-    @staticmethod
-    def dates_in(query: str) -> dates_in_query.Period | None:
-        """The day or period a question names, against today (or ASKMD_TODAY)."""
+    def dates_in(self, query: str) -> dates_in_query.Period | None:
+        """The day or period a question names, against today (or ASKMD_TODAY); a day
+        without its year is the latest such day a note or entry is of."""
         from askmd.search import dates_in_query  # loaded by the first search, not by a sync
 
-        return dates_in_query.understand(query, dates_in_query.today())
+        def held(since: str, until: str) -> bool:
+            return bool(self.manifest.dated_between(since, until, 1))
+
+        return dates_in_query.understand(query, dates_in_query.today(), held)
 
     def _reopened_replaced(self) -> bool:
         """After a failed search: True when another process had replaced the collection

@@ -93,7 +93,7 @@ def rank(index: Index, rows: list[dict], way: str, dated: str, boost: float) -> 
     try:
         for row in rows:
             os.environ["ASKMD_TODAY"] = row["today"]
-            right, others = judged(index, row, understood.__func__(row["q"]))
+            right, others = judged(index, row, understood(index, row["q"]))
             kind = row["kind"]
             found[kind].append(right)
             if kind != "undated":

@@ -149,6 +149,24 @@ def test_last_month_in_january_is_last_december() -> None:
     assert understand("last month", dt.date(2026, 1, 10)) == Period("2025-12-01", "2025-12-31")
 
 
+def test_a_day_without_its_year_is_the_latest_one_the_notes_hold() -> None:
+    """Asked on 2026-03-18: "April 6" is 2025-04-06 by the calendar; given what the notes
+    hold, the latest April 6 they have, else that day still. A year written in the
+    question is kept, and a day that does not recur (29 February) is looked for in leap
+    years only."""
+    held = {"2023-04-06", "2020-02-29"}.__contains__
+
+    def notes(since: str, until: str) -> bool:
+        return since == until and held(since)
+
+    assert understand("April 6", TODAY, notes) == Period("2023-04-06", "2023-04-06")
+    assert understand("4月6日做了什么", TODAY, notes) == Period("2023-04-06", "2023-04-06")
+    assert understand("April 7", TODAY, notes) == Period("2025-04-07", "2025-04-07")
+    assert understand("April 6, 2024", TODAY, notes) == Period("2024-04-06", "2024-04-06")
+    assert understand("April 6 in 2024", TODAY, notes) == Period("2024-04-06", "2024-04-06")
+    assert understand("Feb 29", TODAY, notes) == Period("2020-02-29", "2020-02-29")
+
+
 # --- dates in the index and on every interface ------------------------------------------------
 
 JOURNAL = {

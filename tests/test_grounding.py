@@ -477,3 +477,24 @@ def test_a_day_named_of_undated_notes_decides_nothing(index) -> None:
 
     assert result.answered is True, result.text
     assert "8420" in result.text
+
+
+@pytest.mark.parametrize(
+    ("question", "said"),
+    [
+        ("How long was my run on April 6?", "1:42:10"),
+        ("4月6日长跑跑了多远？", "1:42:10"),
+        ("What interval session did I do on 13 April?", "3:20"),
+    ],
+)
+def test_a_day_without_its_year_is_the_latest_one_the_notes_have(
+    dated, monkeypatch, question: str, said: str
+) -> None:
+    """Asked in December 2026 of notes from 2025: "April 6" is the April 6 the notes
+    hold, not this year's, which no note is of."""
+    monkeypatch.setenv("ASKMD_TODAY", "2026-12-05")
+    result = ask(dated, question)
+
+    assert result.answered is True, result.text
+    assert said in result.text.splitlines()[0], result.text
+    assert result.dates is None or result.dates["since"].startswith("2025-")

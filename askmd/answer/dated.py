@@ -24,11 +24,23 @@ if TYPE_CHECKING:
 LONGEST_DAYS = 31
 
 
-def asked(question: str) -> Period | None:
-    """The day, week or month the question names, read against today."""
+def named(question: str, hits: Sequence[Hit]) -> Period | None:
+    """The period the question names, read against today; a day without its year is the
+    latest such day the passages are of ("April 6" asked in December of last year's
+    entry), as search read it against the whole index."""
     from askmd.search import dates_in_query
 
-    period = dates_in_query.understand(question, dates_in_query.today())
+    days = {day for hit in hits for sentence in (hit.text,) for day in days_of(sentence, hit)}
+    return dates_in_query.understand(
+        question,
+        dates_in_query.today(),
+        lambda since, until: any(since <= d <= until for d in days),
+    )
+
+
+def asked(question: str, hits: Sequence[Hit]) -> Period | None:
+    """The day, week or month the question names (`named`)."""
+    period = named(question, hits)
     if period is None:
         return None
     span = date.fromisoformat(period.until) - date.fromisoformat(period.since)

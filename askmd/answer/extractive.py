@@ -88,7 +88,7 @@ def extractive(
         scores.append(LEXICAL * overlap + near + bonus + steps + value if relevant else 0.0)
     # A question naming a day: the entries of other days are not quoted while one of
     # that day is ("- 2025-03-09: 24:58" for the run of 2025-03-16)
-    period = dated.asked(query)
+    period = dated.asked(query, hits)
     if period is not None:
         days = [dated.of_period(c[1], hits[c[0] - 1], period) for c in candidates]
         if any(days[i] and score > 0 for i, score in enumerate(scores)):

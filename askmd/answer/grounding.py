@@ -258,7 +258,7 @@ class Grounding:
         top = list(hits[:PASSAGES])
         if not top:
             return Verdict(False, 0.0, 0.0, 0.0, "")
-        question = _undated(question, top[0])
+        question = _undated(question, top)
         found: list[str] = []
         after: dict[str, str] = {}  # each sentence's next one in its passage
         owner: dict[str, Hit] = {}  # each sentence's passage (its first)
@@ -293,7 +293,7 @@ class Grounding:
         lacking = answer_kinds.lacking(question, itertools.chain(close, _around(close, top), nexts))
         above = similarity - calibration.line
         # the day asked about: the closest sentences are all entries of other days
-        period = dated.asked(question)
+        period = dated.asked(question, top)
         if period is not None and dated.missing(
             period, [(s, owner[s]) for s in close], list(owner.items())
         ):
@@ -441,17 +441,17 @@ def _headed(hit: Hit) -> str:
     return f"{hit.heading_chain}\n{hit.text}" if hit.heading_chain else hit.text
 
 
-def _undated(question: str, top: Hit) -> str:
+def _undated(question: str, hits: Sequence[Hit]) -> str:
     """The question without its date words when the best passage is of the day or period
     it names: "what did I cook on February 10, 2026?" asks "what did I cook" of the
     February 10 entry, whose sentences never spell its date (its heading or file name
     does), so the date words would only make the passage look off-topic."""
+    top = hits[0]
     if top.date is None:
         return question
     from askmd.search import dates_in_query  # its patterns load when a question is judged
 
-    today = dates_in_query.today()
-    period = dates_in_query.understand(question, today)
+    period = dated.named(question, hits)
     if period is None or not period.holds(top.date):
         return question
-    return dates_in_query.without_dates(question, today) or question
+    return dates_in_query.without_dates(question, dates_in_query.today()) or question

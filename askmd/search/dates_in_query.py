@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from askmd.errors import BadRequest
@@ -154,9 +155,14 @@ def _relative(kind: str, found: re.Match, today: dt.date) -> tuple[dt.date, dt.d
     return dt.date(year, 1, 1), dt.date(year, 12, 31)
 
 
-def understand(query: str, today: dt.date) -> Period | None:
-    """The period the question names, or None when it names no date."""
-    spans, _ = _read(query, today)
+Held = Callable[[str, str], bool]  # whether any note or entry is dated in [since, until]
+
+
+def understand(query: str, today: dt.date, held: Held | None = None) -> Period | None:
+    """The period the question names, or None when it names no date. A day written
+    without its year is, given `held`, the latest such day the notes hold (asked in
+    December, "April 6" is last year's entry when this year has none)."""
+    spans, _ = _read(query, today, held)
     if not spans:
         return None
     return Period(min(s for s, _ in spans).isoformat(), max(u for _, u in spans).isoformat())
@@ -193,7 +199,7 @@ def days_written(text: str, year: int | None = None) -> list[str]:
 
 
 def _read(
-    query: str, today: dt.date
+    query: str, today: dt.date, held: Held | None = None
 ) -> tuple[list[tuple[dt.date, dt.date]], list[tuple[int, int]]]:
     """The periods the question names, and where it names them."""
     spans: list[tuple[dt.date, dt.date]] = []
@@ -226,7 +232,10 @@ def _read(
         for found in pattern.finditer(query):
             if free(found):
                 parts = dict(zip(order, found.groups(), strict=True))
-                day = _undated_year(_month(parts["m"]), int(parts["d"]), written_year, today)
+                month, of_month = _month(parts["m"]), int(parts["d"])
+                day = _undated_year(month, of_month, written_year, today)
+                if written_year is None and held is not None:
+                    day = _held_year(month, of_month, today, held) or day
                 add(found, (day, day) if day else None)
     for pattern, kind in _RELATIVE:
         for found in pattern.finditer(query):
@@ -238,6 +247,22 @@ def _read(
             if re.search(rf"\b(?:in|during)\s+{year}\b|{year}\s*年", query, re.I):
                 add(found, (dt.date(year, 1, 1), dt.date(year, 12, 31)))
     return spans, taken
+
+
+YEARS_BACK = 30  # how far back a day without its year is looked for in the notes
+
+
+def _held_year(month: int, day: int, today: dt.date, held: Held) -> dt.date | None:
+    """The latest day of that month and day, not after today, that the notes hold."""
+    for back in range(YEARS_BACK + 1):
+        earlier = _day(today.year - back, month, day)  # 29 February: leap years only
+        if (
+            earlier is not None
+            and earlier <= today
+            and held(earlier.isoformat(), earlier.isoformat())
+        ):
+            return earlier
+    return None
 
 
 def _undated_year(month: int, day: int, year: int | None, today: dt.date) -> dt.date | None:
