@@ -34,7 +34,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from askmd.answer import grounding
+from askmd.answer import dated, grounding
 from askmd.pipeline import Index
 from askmd.search import dates_in_query, retriever
 from askmd.search.dates_in_query import Period
@@ -127,6 +127,11 @@ def latency(index: Index, rows: list[dict], rounds: int) -> tuple[float, float]:
     return statistics.median(times[True]), statistics.median(times[False])
 
 
+def read(index: Index, question: str) -> list:
+    """The top 5 passages as `ask` reads them: dated only when they are entries."""
+    return dated.entries(index.search(question, 5), index.settings.knowledge_dir)
+
+
 def answered(index: Index, rows: list[dict]) -> tuple[float, float, float]:
     """The share of dated questions the grounding judge finds answered by their top
     passages, judging the question without its date words when the best passage is of
@@ -139,7 +144,7 @@ def answered(index: Index, rows: list[dict]) -> tuple[float, float, float]:
         if row["kind"] == "absolute":
             os.environ["ASKMD_TODAY"] = row["today"]
             question = re.sub(r"20(2[5-6])", lambda m: f"20{int(m.group(1)) - 2}", row["q"])
-            other_days.append(not judge.judge(question, index.search(question, 5)).answered)
+            other_days.append(not judge.judge(question, read(index, question)).answered)
     shares = []
     plain = grounding._undated
     for undated in (True, False):
@@ -151,7 +156,7 @@ def answered(index: Index, rows: list[dict]) -> tuple[float, float, float]:
                 if row["kind"] == "undated":
                     continue
                 os.environ["ASKMD_TODAY"] = row["today"]
-                said.append(judge.judge(row["q"], index.search(row["q"], 5)).answered)
+                said.append(judge.judge(row["q"], read(index, row["q"])).answered)
             shares.append(sum(said) / len(said))
         finally:
             grounding._undated = plain

@@ -426,6 +426,13 @@ DATED = {
         "## 2025-04-13\n\nInterval session: 6 x 800 m in 3:20 each.\n"
     ),
     "garden.md": "# Garden\n\nPlanted tomatoes and basil in the raised bed.\n",
+    "work/standup notes.md": (
+        "---\ndate: 2025-05-02\n---\n# Standup\n\nWe decided to ship the beta on Friday.\n"
+    ),
+    "ops/certificates.md": (
+        "---\ncreated: 2025-06-01\n---\n# TLS certificates\n\n"
+        "Renew the TLS certificate with `certbot renew` a week before it expires.\n"
+    ),
 }
 
 
@@ -440,6 +447,7 @@ def dated(tmp_path_factory: pytest.TempPathFactory):
         ("What was my parkrun time on 2025-03-02?", "2025-03-02"),
         ("How long was my run on April 20, 2025?", "2025-04-20"),
         ("2025年3月2日 parkrun 跑了多久？", "2025-03-02"),
+        ("What did we decide at the standup on 2025-05-09?", "2025-05-09"),  # `date:`
     ],
 )
 def test_a_day_no_passage_is_of_is_declined(dated, question: str, day: str) -> None:
@@ -459,6 +467,11 @@ def test_a_day_no_passage_is_of_is_declined(dated, question: str, day: str) -> N
         ("What was my parkrun time on 2025-03-09?", "24:58", ("25:41", "25:10", "26:02")),
         ("What was my parkrun time on March 16, 2025?", "25:10", ("25:41", "24:58", "26:02")),
         ("How long was my run on 2025-04-06?", "1:42:10", ("3:20",)),
+        (
+            "What did we decide about the beta at the standup on 2025-05-02?",
+            "ship the beta",
+            ("25:", "3:20"),
+        ),
     ],
 )
 def test_a_day_asked_about_is_quoted_without_the_entries_of_other_days(
@@ -469,6 +482,15 @@ def test_a_day_asked_about_is_quoted_without_the_entries_of_other_days(
     assert result.answered is True, result.text
     assert said in result.text.splitlines()[0], result.text
     assert not any(other in result.text for other in others), result.text
+
+
+def test_a_note_dated_only_by_its_front_matter_is_no_entry_of_another_day(dated) -> None:
+    """`created:` says when a note was begun, not that what it says is of that day: a
+    question naming another day is not declined for it (vaults stamp every note so)."""
+    result = ask(dated, "How do I renew the TLS certificate that expires on 2026-01-15?")
+
+    assert result.answered is True, result.text
+    assert "certbot renew" in result.text
 
 
 def test_a_day_named_of_undated_notes_decides_nothing(index) -> None:

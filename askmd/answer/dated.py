@@ -4,14 +4,16 @@
 ranks the entries of that day first when there is one, but when there is none the
 nearest passages are the other runs, and another day's time is no answer. A sentence
 is of the days it spells out ("- 2025-03-09: 24:58 at Bushy Park"), else of its
-passage's date (a dated heading, a daily note's name or front matter). Undated notes
-decide nothing: only a note that is dated, and dated otherwise, is of another day.
+entry's (`entries`). Undated notes decide nothing: only a sentence that is dated, and
+dated otherwise, is of another day.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from datetime import date
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -30,12 +32,14 @@ def named(question: str, hits: Sequence[Hit]) -> Period | None:
     entry), as search read it against the whole index."""
     from askmd.search import dates_in_query
 
-    days = {day for hit in hits for sentence in (hit.text,) for day in days_of(sentence, hit)}
-    return dates_in_query.understand(
-        question,
-        dates_in_query.today(),
-        lambda since, until: any(since <= d <= until for d in days),
-    )
+    days = {hit.date for hit in hits if hit.date}
+    for hit in hits:  # a day spelled out: "4月6日" may name a line of a log
+        days.update(dates_in_query.days_written(hit.text, int(hit.date[:4]) if hit.date else None))
+
+    def held(since: str, until: str) -> bool:
+        return any(since <= day <= until for day in days)
+
+    return dates_in_query.understand(question, dates_in_query.today(), held)
 
 
 def asked(question: str, hits: Sequence[Hit]) -> Period | None:
@@ -54,6 +58,35 @@ def days_of(sentence: str, hit: Hit) -> list[str]:
 
     year = int(hit.date[:4]) if hit.date else None
     return dates_in_query.days_written(sentence, year) or ([hit.date] if hit.date else [])
+
+
+FRONT_MATTER_BYTES = 65536  # read of a note to find its front matter's `date:`
+
+
+def entries(hits: Sequence[Hit], root: Path) -> list[Hit]:
+    """The passages an answer reads, each dated only when it is an entry of that day: a
+    dated heading above it, a daily note's name, or front matter `date:` (the day the note
+    is about). A date from `created:` or `updated:` only, stamped on every note of many
+    vaults, says when the note was written, not what its sentences are of: it is taken
+    off, so a question naming another day is not declined for it."""
+    from askmd.read import dates as note_dates
+    from askmd.read import notes
+
+    kept = []
+    for hit in hits:
+        headings = hit.heading_chain.split(" > ") if hit.heading_chain else []
+        entry = hit.date is None or note_dates.from_name(hit.source) == hit.date
+        if not entry and not any(note_dates.leading(h) == hit.date for h in headings):
+            try:
+                with (root / hit.source).open("rb") as note:
+                    head = note.read(FRONT_MATTER_BYTES).decode("utf-8", errors="replace")
+            except OSError:
+                head = ""  # gone since it was indexed: its date stays as indexed
+            meta = notes.split_front_matter(head.replace("\r\n", "\n"))[0] if head else {}
+            if head and note_dates.from_front_matter({"date": meta.get("date")}) != hit.date:
+                hit = dataclasses.replace(hit, date=None)
+        kept.append(hit)
+    return kept
 
 
 def of_period(sentence: str, hit: Hit, period: Period) -> bool | None:
