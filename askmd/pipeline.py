@@ -581,9 +581,9 @@ class Index:
             hits = self.search(restate(query) if restate else query, depth, filters=filters)
             ranked_by[0] = getattr(hits, "retriever", "hybrid")
             if named is not None:  # the day asked about: which passages are its entries
-                from askmd.answer import dated as entries_of
+                from askmd.answer.dated import entries
 
-                hits = entries_of.entries(hits, self.settings.knowledge_dir)
+                hits = entries(hits, self.settings.knowledge_dir)
             found[:] = hits
             if searched is not None:
                 searched(query, list(found))

@@ -429,6 +429,10 @@ DATED = {
     "work/standup notes.md": (
         "---\ndate: 2025-05-02\n---\n# Standup\n\nWe decided to ship the beta on Friday.\n"
     ),
+    "work/retro.md": (  # saved with a byte-order mark
+        "\ufeff---\ndate: 2025-05-16\n---\n# Retro\n\n"
+        "We agreed to move the release review to Thursdays.\n"
+    ),
     "ops/certificates.md": (
         "---\ncreated: 2025-06-01\n---\n# TLS certificates\n\n"
         "Renew the TLS certificate with `certbot renew` a week before it expires.\n"
@@ -448,6 +452,7 @@ def dated(tmp_path_factory: pytest.TempPathFactory):
         ("How long was my run on April 20, 2025?", "2025-04-20"),
         ("2025年3月2日 parkrun 跑了多久？", "2025-03-02"),
         ("What did we decide at the standup on 2025-05-09?", "2025-05-09"),  # `date:`
+        ("What did we agree about the release review at the retro on 2025-05-23?", "2025-05-23"),
     ],
 )
 def test_a_day_no_passage_is_of_is_declined(dated, question: str, day: str) -> None:

@@ -11,6 +11,7 @@ dated otherwise, is of another day.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
@@ -32,12 +33,16 @@ def named(question: str, hits: Sequence[Hit]) -> Period | None:
     entry), as search read it against the whole index."""
     from askmd.search import dates_in_query
 
-    days = {hit.date for hit in hits if hit.date}
-    for hit in hits:  # a day spelled out: "4月6日" may name a line of a log
-        days.update(dates_in_query.days_written(hit.text, int(hit.date[:4]) if hit.date else None))
+    @functools.cache
+    def days() -> frozenset[str]:  # read only for a day asked without its year
+        found = {hit.date for hit in hits if hit.date}
+        for hit in hits:  # a day spelled out: "4月6日" may name a line of a log
+            year = int(hit.date[:4]) if hit.date else None
+            found.update(dates_in_query.days_written(hit.text, year))
+        return frozenset(found)
 
     def held(since: str, until: str) -> bool:
-        return any(since <= day <= until for day in days)
+        return any(since <= day <= until for day in days())
 
     return dates_in_query.understand(question, dates_in_query.today(), held)
 
@@ -70,23 +75,35 @@ def entries(hits: Sequence[Hit], root: Path) -> list[Hit]:
     vaults, says when the note was written, not what its sentences are of: it is taken
     off, so a question naming another day is not declined for it."""
     from askmd.read import dates as note_dates
-    from askmd.read import notes
 
     kept = []
     for hit in hits:
         headings = hit.heading_chain.split(" > ") if hit.heading_chain else []
         entry = hit.date is None or note_dates.from_name(hit.source) == hit.date
         if not entry and not any(note_dates.leading(h) == hit.date for h in headings):
-            try:
-                with (root / hit.source).open("rb") as note:
-                    head = note.read(FRONT_MATTER_BYTES).decode("utf-8", errors="replace")
-            except OSError:
-                head = ""  # gone since it was indexed: its date stays as indexed
-            meta = notes.split_front_matter(head.replace("\r\n", "\n"))[0] if head else {}
-            if head and note_dates.from_front_matter({"date": meta.get("date")}) != hit.date:
+            if _about(root / hit.source, hit.date) != hit.date:
                 hit = dataclasses.replace(hit, date=None)
         kept.append(hit)
     return kept
+
+
+def _about(path: Path, indexed: str) -> str | None:
+    """The day a note's front matter `date:` says it is about (None without one), read
+    as the index reads it (a byte-order mark, another encoding); `indexed` when the note
+    cannot be read now (gone or changed since): its date stays as indexed."""
+    from askmd.read import dates as note_dates
+    from askmd.read import notes
+    from askmd.read.unreadable import Unreadable
+
+    try:
+        with path.open("rb") as note:
+            head = note.read(FRONT_MATTER_BYTES)
+        if len(head) == FRONT_MATTER_BYTES:  # no character cut in two
+            head = head[: head.rfind(b"\n") + 1]
+        meta = notes.split_front_matter(notes.decode(head))[0]
+    except (OSError, Unreadable):
+        return indexed
+    return note_dates.from_front_matter({"date": meta.get("date")})
 
 
 def of_period(sentence: str, hit: Hit, period: Period) -> bool | None:
