@@ -38,6 +38,9 @@ STOPWORDS = frozenset(
     while who whom why will with would you your yours s t d ll re ve m""".split()
 )
 
+# What marks a Chinese question as asking (a word that holds one asks, and names nothing).
+QUESTION_WORD_ZH = re.compile(r"什么|怎么|怎样|如何|哪|谁|几|多少|为什么|为何|是否|吗")
+
 
 def stem(word: str) -> str:
     """A light English suffix strip, so that "listens", "listening" and "listen" meet.

@@ -143,6 +143,11 @@ def test_without_dates_leaves_what_is_asked_of_the_day() -> None:
     assert without_dates("2026年2月10日做了什么饭？", TODAY) == "做了什么饭？"
     assert without_dates("When in March 2026 did I ski?", TODAY) == "When did I ski?"
     assert without_dates("how do I configure the proxy?", TODAY) == "how do I configure the proxy?"
+    assert without_dates("What did I do at work the day before yesterday?", TODAY) == (
+        "What did I do at work?"
+    )
+    assert without_dates("What did I read on the 3rd of March?", TODAY) == "What did I read?"
+    assert without_dates("Where did I eat in the last week?", TODAY) == "Where did I eat?"
 
 
 def test_last_month_in_january_is_last_december() -> None:

@@ -525,3 +525,115 @@ def test_a_day_without_its_year_is_the_latest_one_the_notes_have(
     assert result.answered is True, result.text
     assert said in result.text.splitlines()[0], result.text
     assert result.dates is None or result.dates["since"].startswith("2025-")
+
+
+WORK = [
+    ("reviewed the budget", "审核了预算"),
+    ("fixed the login bug", "修复了登录的问题"),
+    ("wrote the quarterly report", "写了季度报告"),
+    ("met the design team", "和设计团队开了会"),
+    ("interviewed a candidate", "面试了一位候选人"),
+    ("updated the roadmap", "更新了路线图"),
+    ("migrated the database", "迁移了数据库"),
+    ("tested the mobile app", "测试了手机应用"),
+]
+EVENINGS = [
+    ("went skating", "去滑冰"),
+    ("went to the gym", "去了健身房"),
+    ("read a novel", "读了小说"),
+    ("called my sister", "给姐姐打了电话"),
+    ("played chess", "下了国际象棋"),
+    ("watched a documentary", "看了一部纪录片"),
+    ("went to the gym", "去了健身房"),
+    ("baked bread", "烤了面包"),
+]
+
+THINGS = [
+    ("kite", "风筝"),
+    ("snow globe", "水晶球"),
+    ("teapot", "茶壶"),
+    ("yoga mat", "瑜伽垫"),
+    ("desk fan", "台式风扇"),
+    ("flower pot", "花盆"),
+    ("wall clock", "挂钟"),
+    ("bread knife", "面包刀"),
+]
+
+
+def journal(lang: str) -> dict[str, str]:
+    """Eight daily notes, 2026-01-01 to 2026-01-08, alike but for what each day did: the
+    words of a question about a day ("work", "晚上") are in every note, and the day is
+    only in the file's name."""
+    notes = {}
+    days = enumerate(zip(WORK, EVENINGS, THINGS, strict=True), 1)
+    for day, ((work, work_zh), (evening, evening_zh), (thing, thing_zh)) in days:
+        if lang == "en":
+            text = (
+                f"# Day {day}\n\n## Work\n\nAt work I {work}.\n\n## Evening\n\n"
+                f"In the evening I {evening}, and bought a {thing} at the market.\n"
+            )
+        else:
+            text = (
+                f"# 第{day}天\n\n## 工作\n\n工作上{work_zh}。\n\n## 晚上\n\n"
+                f"晚上{evening_zh}，还在菜市场买了{thing_zh}。\n"
+            )
+        notes[SPELLED[day % len(SPELLED)].format(day=day)] = text
+    return notes
+
+
+# the ways journals name a day's note
+SPELLED = ["journal/2026-01-0{day}.md", "journal/2026_01_0{day}.md", "journal/2026010{day}.md"]
+
+
+@pytest.fixture(scope="module")
+def journal_en(tmp_path_factory: pytest.TempPathFactory):
+    return synced_index(tmp_path_factory.mktemp("journal-en"), journal("en"))
+
+
+@pytest.fixture(scope="module")
+def journal_zh(tmp_path_factory: pytest.TempPathFactory):
+    return synced_index(tmp_path_factory.mktemp("journal-zh"), journal("zh"))
+
+
+@pytest.mark.parametrize(
+    ("lang", "question", "said"),
+    [
+        ("en", "What did I do at work on 2026-01-05?", "interviewed a candidate"),
+        ("en", "What did I do in the evening on January 4, 2026?", "called my sister"),
+        ("en", "What did I do at work the day before yesterday?", "updated the roadmap"),
+        ("en", "Which evening last week did I go to the gym?", "went to the gym"),
+        ("zh", "2026年1月5日工作上做了什么？", "面试了一位候选人"),
+        ("zh", "2026-01-04晚上做了什么？", "给姐姐打了电话"),
+        ("zh", "前天工作上做了什么？", "更新了路线图"),
+        ("zh", "上周哪天晚上去了健身房？", "去了健身房"),
+    ],
+)
+def test_a_vague_question_about_a_day_is_answered_by_that_day_s_entry(
+    request, monkeypatch, lang: str, question: str, said: str
+) -> None:
+    """ "What did I do at work that day?" is far in meaning from "At work I interviewed a
+    candidate": the day is what it asks about, and the entry of that day that speaks of
+    work answers it (the words are in every note, so they weigh little in the folder)."""
+    monkeypatch.setenv("ASKMD_TODAY", "2026-01-08")
+    result = ask(request.getfixturevalue(f"journal_{lang}"), question)
+
+    assert result.answered is True, result.text
+    assert said in result.text.splitlines()[0], result.text
+
+
+@pytest.mark.parametrize(
+    ("lang", "question"),
+    [
+        ("en", "Did I go to the dentist on 2026-01-05?"),
+        ("en", "What did I pay for the taxi on 2026-01-05?"),
+        ("zh", "2026年1月5日去看牙医了吗？"),
+        ("zh", "2026年1月5日打车花了多少钱？"),
+    ],
+)
+def test_the_entry_of_the_day_does_not_answer_what_it_never_speaks_of(
+    request, monkeypatch, lang: str, question: str
+) -> None:
+    monkeypatch.setenv("ASKMD_TODAY", "2026-01-08")
+    result = ask(request.getfixturevalue(f"journal_{lang}"), question)
+
+    assert result.answered is False, result.text

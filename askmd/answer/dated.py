@@ -126,6 +126,24 @@ def missing(
     return bool(close) and all(of_period(s, hit, period) is False for s, hit in close)
 
 
+def speaks_of(asked: str, hit: Hit) -> bool:
+    """Whether an entry holds every word a question asks of its day, its dates taken
+    out ("What did I do at work?" of "## Work / At work I interviewed a candidate.";
+    "工作上做了什么？" of "工作上面试了一位候选人。"): the day picked the entry, and in a
+    journal such words ("work", "晚上") are in every entry, so they weigh little in the
+    folder and the sentence that answers is far in meaning from so vague a question.
+    Question words name nothing ("什么", "哪天"); a question of no other word ("What did I
+    do?") is answered by the day's entry."""
+    from askmd.search.query_translation import segment
+    from askmd.terms import QUESTION_WORD_ZH, content_terms
+
+    said = f"{hit.heading_chain}\n{hit.text}"
+    held = set(content_terms(said))
+    latin = [t for t in content_terms(asked) if t.isascii()]
+    chinese = [w for w in segment(asked) if len(w) > 1 and not QUESTION_WORD_ZH.search(w)]
+    return all(t in held for t in latin) and all(w in said for w in chinese)
+
+
 def shown(period: Period) -> str:
     """The period as the decline names it: one day, or its first and last."""
     return period.since if period.since == period.until else f"{period.since} – {period.until}"

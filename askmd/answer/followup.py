@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from askmd.answer.limits import MAX_QUERY_CHARS
 from askmd.answer.prompt import rewrite_messages
-from askmd.terms import content_terms
+from askmd.terms import QUESTION_WORD_ZH, content_terms
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -54,7 +54,6 @@ _DEMONSTRATIVE = re.compile(
 )
 # "第一周呢？" is "what about the first week?"; "什么是属性呢？" asks on its own.
 _ABOUT_PARTICLE = re.compile(r"呢\s*[？?]?\s*$")
-_QUESTION_WORD = re.compile(r"什么|怎么|怎样|如何|哪|谁|几|多少|为什么|为何|是否|吗")
 
 
 def _points_back(question: str) -> bool:
@@ -70,7 +69,7 @@ def leans_on_context(question: str) -> bool:
     A short question with a subject of its own ("what are properties?") stands alone."""
     if _CONNECTIVE.search(question) or _points_back(question):
         return True
-    if _ABOUT_PARTICLE.search(question) and not _QUESTION_WORD.search(question):
+    if _ABOUT_PARTICLE.search(question) and not QUESTION_WORD_ZH.search(question):
         return True
     return not content_terms(question)
 

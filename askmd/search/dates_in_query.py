@@ -168,12 +168,16 @@ def understand(query: str, today: dt.date, held: Held | None = None) -> Period |
     return Period(min(s for s, _ in spans).isoformat(), max(u for _, u in spans).isoformat())
 
 
+# what leads into the words of a date: "on", "in the", "the" ("the day before yesterday")
+_BEFORE_A_DATE = r"\b(?:(?:on|in|from|during|of)\s+)?(?:the\s+)?$|\b(?:on|in|from|during|of)$"
+
+
 def without_dates(query: str, today: dt.date) -> str:
-    """The question with the words that name its dates taken out ("on", "in" before
+    """The question with the words that name its dates taken out ("on", "in the" before
     them too): what it asks of a passage already known to be of that day."""
     _, taken = _read(query, today)
     for start, end in sorted(taken, reverse=True):
-        before = re.sub(r"\b(?:on|in|from|during|of)\s*$", "", query[:start], flags=re.I)
+        before = re.sub(_BEFORE_A_DATE, "", query[:start], flags=re.I)
         query = before + query[end:]
     return re.sub(r"\s+([?!.,;:？。，])", r"\1", re.sub(r"\s+", " ", query)).strip()
 
