@@ -175,6 +175,7 @@ ASK_JSON_FIELDS = [
     "uncompared",
     "absent",
     "other_days",
+    "not_days",
 ]
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from askmd import pipeline
 from askmd.read import dates, notes
-from askmd.search.dates_in_query import Period, understand, without_dates
+from askmd.search.dates_in_query import Period, not_days, understand, without_dates
 from askmd.settings import load_settings
 from tests.conftest import (
     ASK_JSON_FIELDS,
@@ -355,3 +355,33 @@ def test_an_index_from_before_dates_opens_and_is_dated_without_re_embedding(tmp_
     assert old.search("planted tomatoes", 1)[0].date == "2026-03-05"  # from front matter
     again = old.sync()  # dated once: the next sync finds nothing to do
     assert again.files_unchanged == len(JOURNAL)
+
+
+@pytest.mark.parametrize(
+    ("question", "spelled"),
+    [
+        ("What did I do on 2025-02-30?", ["2025-02-30"]),
+        ("What did I do on February 30, 2025?", ["February 30, 2025"]),
+        ("How far did I run on 31 April?", ["31 April"]),
+        ("2026年1月45日做了什么？", ["2026年1月45日"]),
+        ("2026年13月5日开了什么会？", ["2026年13月5日"]),
+        ("Between 2025-02-30 and 2025/13/01?", ["2025-02-30", "2025/13/01"]),
+    ],
+)
+def test_a_day_no_calendar_has_is_found_as_written(question: str, spelled: list[str]) -> None:
+    assert not_days(question, TODAY) == spelled
+    assert understand(question, TODAY) is None
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What did I do on 2024-02-29?",
+        "What did I do on Feb 29?",  # a leap day, without its year
+        "What did I do on 2026-01-05?",
+        "version 2.0.31 release notes",
+        "how do I configure the proxy?",
+    ],
+)
+def test_real_days_and_other_numbers_are_no_impossible_day(question: str) -> None:
+    assert not_days(question, TODAY) == []

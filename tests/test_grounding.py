@@ -637,3 +637,48 @@ def test_the_entry_of_the_day_does_not_answer_what_it_never_speaks_of(
     result = ask(request.getfixturevalue(f"journal_{lang}"), question)
 
     assert result.answered is False, result.text
+
+
+@pytest.mark.parametrize(
+    ("lang", "question", "spelled", "said"),
+    [
+        ("en", "What did I do at work on 2026-02-30?", "2026-02-30", "is no day of the calendar"),
+        ("zh", "2026年1月45日工作上做了什么？", "2026年1月45日", "不是日历上有的日子"),
+    ],
+)
+def test_a_day_no_calendar_has_is_declined_and_named(
+    request, monkeypatch, lang: str, question: str, spelled: str, said: str
+) -> None:
+    """A slip of the keys ("2026-02-30") asks about no day: the entries of other days found
+    instead are no answer, and the decline says which date is not one."""
+    monkeypatch.setenv("ASKMD_TODAY", "2026-01-08")
+    result = ask(request.getfixturevalue(f"journal_{lang}"), question)
+
+    assert result.answered is False, result.text
+    assert (
+        f"“{spelled}” {said}" in result.text
+        if lang == "en"
+        else f"“{spelled}”{said}" in result.text
+    )
+    assert result.not_days == [spelled]
+    assert result.to_json()["not_days"] == [spelled]
+
+
+def test_a_date_no_calendar_has_that_the_notes_write_is_asked_about_as_text(
+    tmp_path: Path,
+) -> None:
+    """Notes about validation write impossible dates on purpose: the passage that holds
+    one answers a question about it."""
+    notes = {
+        **DATED,
+        "dev/date parsing.md": (
+            "# Date parsing\n\nThe form parser rejects 2025-02-30 with the error `E_BAD_DAY`.\n"
+        ),
+    }
+    result = ask(
+        synced_index(tmp_path, notes), "Which error does the form parser give for 2025-02-30?"
+    )
+
+    assert result.answered is True, result.text
+    assert "E_BAD_DAY" in result.text
+    assert result.not_days == []

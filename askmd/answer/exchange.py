@@ -46,6 +46,9 @@ GIVE_NO = " The closest passages give no {}."
 GIVE_NO_ZH = "最接近的段落里没有给出{}。"
 OTHER_DAYS = " The closest passages are of other days than {}."
 OTHER_DAYS_ZH = "最接近的段落都不是 {} 的记录。"
+NOT_A_DAY = " {} is no day of the calendar."
+NOT_DAYS = " {} are no days of the calendar."
+NOT_A_DAY_ZH = "{}不是日历上有的日子。"
 NEAREST = 3  # passages shown as pointers under a declined answer
 
 
@@ -109,6 +112,7 @@ def ask(
         result.uncompared = verdict.uncompared
         result.absent = verdict.absent
         result.other_days = verdict.other_days
+        result.not_days = verdict.not_days
     if not hits:
         result.text, result.answered = NOTHING_FOUND, False
     elif verdict is not None and not verdict.answered:
@@ -119,6 +123,7 @@ def ask(
             uncompared=verdict.uncompared,
             absent=verdict.absent,
             other_days=verdict.other_days,
+            not_days=verdict.not_days,
         )
     elif chat is not None:
         try:
@@ -175,14 +180,16 @@ def decline(
     uncompared: Sequence[str] = (),
     absent: Sequence[str] = (),
     other_days: str = "",
+    not_days: Sequence[str] = (),
 ) -> None:
     """The notes do not answer: say so (or keep the model's own words saying it), cite
     nothing, and point at the nearest passages instead. Names the question asks about
     that the notes never mention are named: they are why, and the user may know them by
     another name the notes use. Else the things the question weighs that no passage
-    names together, else the people or places no passage found names, else the day
-    asked about when the passages are entries of other days, else the kind of value
-    asked for that the closest passages do not give ("…give no price")."""
+    names together, else the people or places no passage found names, else a date no
+    calendar has, else the day asked about when the passages are entries of other days,
+    else the kind of value asked for that the closest passages do not give ("…give no
+    price")."""
     if not keep_text:
         cjk = has_cjk(result.question)
         result.text = DECLINED_ZH if cjk else DECLINED
@@ -196,6 +203,10 @@ def decline(
             result.text += (ABSENT_ZH if cjk else ABSENT).format(
                 listed(absent, cjk, "、" if cjk else "or")
             )
+        elif not_days:
+            said = listed(not_days, cjk, "和" if cjk else "and")
+            one = len(not_days) == 1 or cjk
+            result.text += (NOT_A_DAY_ZH if cjk else NOT_A_DAY if one else NOT_DAYS).format(said)
         elif other_days:
             result.text += (OTHER_DAYS_ZH if cjk else OTHER_DAYS).format(other_days)
         elif lacking:

@@ -161,6 +161,8 @@ class Verdict:
     # the day (or week, month) the question names when the closest sentences are all of
     # other days (dated.py): "2025-03-02", or "2025-03-01 – 2025-03-31"
     other_days: str = ""
+    # the dates the question spells that no calendar has, as written ("2026-02-30")
+    not_days: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {
@@ -266,6 +268,15 @@ class Grounding:
         top = list(hits[:PASSAGES])
         if not top:
             return Verdict(False, 0.0, 0.0, 0.0, "")
+        from askmd.search import dates_in_query  # its patterns load when a question is judged
+
+        # a day no calendar has ("2026-02-30"): whatever days were found are no answer,
+        # unless a passage writes it (notes on validating dates quote such days)
+        unreal = [
+            day
+            for day in dates_in_query.not_days(question, dates_in_query.today())
+            if not any(day in hit.text for hit in top)
+        ]
         asked = _undated(question, top)
         # the entry of the day asked about, speaking of what is asked of it ("What did I do
         # at work on 2026-01-05?"): the day is what the question is about
@@ -321,7 +332,7 @@ class Grounding:
         blocking = [m for m in missing if m not in choices] + elsewhere
         if blocking and above < RESTATES or apart or lacking and above < KIND_RESTATES:
             confidence *= UNMENTIONED
-        if other_day:
+        if other_day or unreal:
             confidence *= UNMENTIONED
         return Verdict(
             confidence >= self.min_confidence,
@@ -335,6 +346,7 @@ class Grounding:
             apart,
             elsewhere,
             other_day,
+            unreal,
         )
 
     def coverage(self, question: str, hit: Hit) -> float:

@@ -99,6 +99,9 @@ class Answer:
     # The day, week or month the question names when the closest sentences are all of
     # other days (answer/dated.py): "2025-03-02", or "2025-03-01 – 2025-03-31"; else "".
     other_days: str = ""
+    # The dates the question spells that no calendar has, as written ("2026-02-30",
+    # "2026年1月45日"): a declined question says so.
+    not_days: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {
@@ -124,4 +127,5 @@ class Answer:
             "uncompared": self.uncompared,
             "absent": self.absent,
             "other_days": self.other_days,
+            "not_days": self.not_days,
         }

@@ -382,6 +382,9 @@ def show_verdict(verdict) -> None:
         out.print(
             f"[dim]asks about {verdict.other_days}; the closest sentences are of other days[/]"
         )
+    if verdict.not_days:
+        named = ", ".join(verdict.not_days)
+        out.print(f"[dim]names no day of the calendar: {escape(named)}[/]")
 
 
 def show_eval(report, verbose: bool = False) -> None:

@@ -202,10 +202,20 @@ def days_written(text: str, year: int | None = None) -> list[str]:
     return [day for _, day in sorted(found)]
 
 
+def not_days(query: str, today: dt.date) -> list[str]:
+    """The dates the question spells that no calendar has ("2025-02-30", "2026年1月45日",
+    "31 April"), as written: a slip of the keys asks about no day, and read as none the
+    question would be answered from whatever days were found."""
+    unreal: list[str] = []
+    _read(query, today, unreal=unreal)
+    return unreal
+
+
 def _read(
-    query: str, today: dt.date, held: Held | None = None
+    query: str, today: dt.date, held: Held | None = None, unreal: list[str] | None = None
 ) -> tuple[list[tuple[dt.date, dt.date]], list[tuple[int, int]]]:
-    """The periods the question names, and where it names them."""
+    """The periods the question names, and where it names them (and in `unreal` the
+    spellings of days and months that do not exist)."""
     spans: list[tuple[dt.date, dt.date]] = []
     taken: list[tuple[int, int]] = []  # the characters already read as a date
 
@@ -216,6 +226,8 @@ def _read(
         taken.append(found.span())
         if span is not None:
             spans.append(span)
+        elif unreal is not None:
+            unreal.append(found.group(0).strip())
 
     for pattern, order in _FULL:
         for found in pattern.finditer(query):
@@ -240,6 +252,9 @@ def _read(
                 day = _undated_year(month, of_month, written_year, today)
                 if written_year is None and held is not None:
                     day = _held_year(month, of_month, today, held) or day
+                if day is None and written_year is None and _day(2000, month, of_month):
+                    taken.append(found.span())  # 29 February, in no year near: no period
+                    continue
                 add(found, (day, day) if day else None)
     for pattern, kind in _RELATIVE:
         for found in pattern.finditer(query):
