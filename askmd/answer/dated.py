@@ -132,16 +132,21 @@ def speaks_of(asked: str, hit: Hit) -> bool:
     "工作上做了什么？" of "工作上面试了一位候选人。"): the day picked the entry, and in a
     journal such words ("work", "晚上") are in every entry, so they weigh little in the
     folder and the sentence that answers is far in meaning from so vague a question.
-    Question words name nothing ("什么", "哪天"); a question of no other word ("What did I
-    do?") is answered by the day's entry."""
+    Question words name nothing ("什么", "哪天"), nor do words that ask what the day held
+    (`OF_A_DAY`): "What did I do?" and "What happened?" are answered by the day's entry."""
     from askmd.search.query_translation import segment
     from askmd.terms import QUESTION_WORD_ZH, content_terms
 
     said = f"{hit.heading_chain}\n{hit.text}"
-    held = set(content_terms(said))
+    held = set(content_terms(said)) | OF_A_DAY
     latin = [t for t in content_terms(asked) if t.isascii()]
     chinese = [w for w in segment(asked) if len(w) > 1 and not QUESTION_WORD_ZH.search(w)]
-    return all(t in held for t in latin) and all(w in said for w in chinese)
+    return all(t in held for t in latin) and all(w in said or w in OF_A_DAY for w in chinese)
+
+
+# Words that ask what a day held, which any entry of it answers ("What happened on…?",
+# "How was my day…", "那天发生了什么？"): English as `content_terms` gives them.
+OF_A_DAY = frozenset({"happen", "day", "发生", "那天", "当天", "这天", "一天", "经历"})
 
 
 def shown(period: Period) -> str:
