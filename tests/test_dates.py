@@ -385,3 +385,20 @@ def test_a_day_no_calendar_has_is_found_as_written(question: str, spelled: list[
 )
 def test_real_days_and_other_numbers_are_no_impossible_day(question: str) -> None:
     assert not_days(question, TODAY) == []
+
+
+@pytest.mark.parametrize(
+    ("question", "back"),
+    [
+        ("大前天做了什么？", 3),
+        ("三天前吃了什么？", 3),
+        ("两天前见了谁？", 2),
+        ("十天前去了哪里？", 10),
+        ("3天前吃了什么？", 3),
+        ("What did I do 3 days ago?", 3),
+        ("What did I do two days ago?", 2),
+    ],
+)
+def test_days_ago(question: str, back: int) -> None:
+    day = (TODAY - dt.timedelta(days=back)).isoformat()
+    assert understand(question, TODAY) == Period(day, day)

@@ -686,4 +686,59 @@ def test_a_date_no_calendar_has_that_the_notes_write_is_asked_about_as_text(
 
     assert result.answered is True, result.text
     assert "E_BAD_DAY" in result.text
-    assert result.not_days == []
+    assert result.not_days == ["2025-02-30"]  # what the question spells, all the same
+
+
+SECTIONED_DAY = (
+    "# 3月4日\n\n## 工作\n\n评审了三个合并请求，写了订单表的数据迁移脚本。\n\n"
+    "## 饮食\n\n早饭吃煎饼果子，午饭吃黄焖鸡米饭，晚饭在家做了宫保鸡丁。\n\n"
+    "## 运动\n\n晚上去健身房练腿，深蹲五组，每组八十公斤。\n\n"
+    "## 购物\n\n买了一个自行车头盔，花了二百六十元。\n"
+)
+
+
+def test_the_section_of_the_day_that_speaks_of_it_answers_when_another_comes_first(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A day's note in sections: the meals section ("晚饭…") comes first for "前天晚上做了
+    什么？", and the exercise section ("晚上去健身房…") is the one that speaks of the evening."""
+    notes = {**journal("zh"), "journal/2026-03-04.md": SECTIONED_DAY}
+    monkeypatch.setenv("ASKMD_TODAY", "2026-03-06")
+    result = ask(synced_index(tmp_path, notes), "前天晚上做了什么？")
+
+    assert result.answered is True, result.text
+    assert "健身房" in result.text
+
+
+@pytest.mark.parametrize(
+    ("lang", "question", "said"),
+    [
+        ("en", "2026-01-05", "interviewed a candidate"),
+        ("zh", "2026年1月5日", "面试了一位候选人"),
+    ],
+)
+def test_a_day_alone_is_answered_by_its_entry(
+    request, monkeypatch, lang: str, question: str, said: str
+) -> None:
+    monkeypatch.setenv("ASKMD_TODAY", "2026-01-08")
+    result = ask(request.getfixturevalue(f"journal_{lang}"), question)
+
+    assert result.answered is True, result.text
+    assert said in result.text, result.text
+
+
+def test_a_date_no_calendar_has_is_named_when_declined_for_another_reason(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A note writes "2026-02-30" (a bug report), so the date does not decline by itself;
+    when the question is declined all the same, the decline still names it."""
+    notes = {
+        **journal("en"),
+        "bugs.md": "# Bugs\n\nThe signup form accepted 2026-02-30 as a birthday.\n",
+    }
+    monkeypatch.setenv("ASKMD_TODAY", "2026-01-08")
+    result = ask(synced_index(tmp_path, notes), "How did I feel on 2026-02-30?")
+
+    assert result.answered is False, result.text
+    assert "“2026-02-30” is no day of the calendar" in result.text
+    assert result.not_days == ["2026-02-30"]

@@ -271,17 +271,21 @@ class Grounding:
         from askmd.search import dates_in_query  # its patterns load when a question is judged
 
         # a day no calendar has ("2026-02-30"): whatever days were found are no answer,
-        # unless a passage writes it (notes on validating dates quote such days)
-        unreal = [
-            day
-            for day in dates_in_query.not_days(question, dates_in_query.today())
-            if not any(day in hit.text for hit in top)
-        ]
+        # unless a passage writes it (notes on validating dates quote such days); named
+        # in a decline either way
+        unreal = dates_in_query.not_days(question, dates_in_query.today())
+        unwritten = [day for day in unreal if not any(day in hit.text for hit in top)]
         asked = _undated(question, top)
-        # the entry of the day asked about, speaking of what is asked of it ("What did I do
-        # at work on 2026-01-05?"): the day is what the question is about
-        of_the_day = asked != question and dated.speaks_of(asked, top[0])
-        question = asked
+        # an entry of the day asked about, speaking of what is asked of it ("What did I do
+        # at work on 2026-01-05?"; a day alone asks what it held): the day is what the
+        # question is about. In a note of sections, another section may come first.
+        of_the_day = False
+        if asked != question:
+            period = dated.named(question, top)
+            of_the_day = period is not None and any(
+                hit.date and period.holds(hit.date) and dated.speaks_of(asked, hit) for hit in top
+            )
+        question = asked or question
         found: list[str] = []
         after: dict[str, str] = {}  # each sentence's next one in its passage
         owner: dict[str, Hit] = {}  # each sentence's passage (its first)
@@ -332,7 +336,7 @@ class Grounding:
         blocking = [m for m in missing if m not in choices] + elsewhere
         if blocking and above < RESTATES or apart or lacking and above < KIND_RESTATES:
             confidence *= UNMENTIONED
-        if other_day or unreal:
+        if other_day or unwritten:
             confidence *= UNMENTIONED
         return Verdict(
             confidence >= self.min_confidence,
@@ -473,7 +477,8 @@ def _undated(question: str, hits: Sequence[Hit]) -> str:
     """The question without its date words when the best passage is of the day or period
     it names: "what did I cook on February 10, 2026?" asks "what did I cook" of the
     February 10 entry, whose sentences never spell its date (its heading or file name
-    does), so the date words would only make the passage look off-topic."""
+    does), so the date words would only make the passage look off-topic. A day alone
+    ("2026-01-05") leaves "": it asks what the day held."""
     top = hits[0]
     if top.date is None:
         return question
@@ -482,4 +487,4 @@ def _undated(question: str, hits: Sequence[Hit]) -> str:
     period = dated.named(question, hits)
     if period is None or not period.holds(top.date):
         return question
-    return dates_in_query.without_dates(question, dates_in_query.today()) or question
+    return dates_in_query.without_dates(question, dates_in_query.today())

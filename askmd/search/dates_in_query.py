@@ -120,7 +120,27 @@ _MONTHS = [
 ]
 _YEAR = re.compile(r"(?<![\d/-])(\d{4})(?:\s*年|(?![\d/-]))")
 
+# Counts written as words: "two days ago", "三天前", "十二天前".
+_COUNTS_EN = "two three four five six seven eight nine ten".split()
+_COUNT_EN = "|".join(_COUNTS_EN)
+_DIGITS_ZH = "一二两三四五六七八九十"
+
+
+def _count(text: str) -> int:
+    """A count of days as written: digits, an English word, or Chinese numerals up to 99."""
+    if text.isdigit():
+        return int(text)
+    if text.lower() in _COUNTS_EN:
+        return _COUNTS_EN.index(text.lower()) + 2
+    value = {c: i for i, c in enumerate("零一二三四五六七八九")} | {"两": 2}
+    tens, _, ones = text.rpartition("十")
+    if "十" not in text:
+        return value.get(text, 0)
+    return (value.get(tens, 0) if tens else 1) * 10 + value.get(ones, 0)
+
+
 _RELATIVE = [  # (pattern, what) tried in order; longer phrases first
+    (re.compile(r"大前天", re.I), "day-3"),
     (re.compile(r"\bday before yesterday\b|前天", re.I), "day-2"),
     (re.compile(r"\byesterday\b|昨天|昨日", re.I), "day-1"),
     (re.compile(r"\btoday\b|今天|今日", re.I), "day0"),
@@ -130,16 +150,21 @@ _RELATIVE = [  # (pattern, what) tried in order; longer phrases first
     (re.compile(r"\bthis month\b|本月|这个月", re.I), "month0"),
     (re.compile(r"\blast year\b|去年", re.I), "year-1"),
     (re.compile(r"\bthis year\b|今年", re.I), "year0"),
-    (re.compile(r"\b(\d{1,2}) days ago\b|(\d{1,2})\s*天前", re.I), "days-ago"),
+    (
+        re.compile(
+            rf"\b(\d{{1,2}}|{_COUNT_EN}) days ago\b|(\d{{1,2}}|[{_DIGITS_ZH}]{{1,3}})\s*天前", re.I
+        ),
+        "days-ago",
+    ),
 ]
 
 
 def _relative(kind: str, found: re.Match, today: dt.date) -> tuple[dt.date, dt.date]:
+    if kind == "days-ago":  # before "day…": "days-ago" starts with it too
+        day = today - dt.timedelta(days=_count(found.group(1) or found.group(2)))
+        return day, day
     if kind.startswith("day"):
         day = today + dt.timedelta(days=int(kind[3:]))
-        return day, day
-    if kind == "days-ago":
-        day = today - dt.timedelta(days=int(found.group(1) or found.group(2)))
         return day, day
     if kind.startswith("week"):
         monday = today - dt.timedelta(days=today.weekday()) + dt.timedelta(weeks=int(kind[4:]))
