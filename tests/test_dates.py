@@ -402,3 +402,50 @@ def test_real_days_and_other_numbers_are_no_impossible_day(question: str) -> Non
 def test_days_ago(question: str, back: int) -> None:
     day = (TODAY - dt.timedelta(days=back)).isoformat()
     assert understand(question, TODAY) == Period(day, day)
+
+
+def _day(iso: str) -> Period:
+    return Period(iso, iso)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),  # asked on Wednesday 2026-03-18
+    [
+        ("What did I do on Monday?", _day("2026-03-16")),
+        ("What did I eat on Friday?", _day("2026-03-13")),
+        ("What did I do last Tuesday?", _day("2026-03-17")),
+        ("Who did I meet last Saturday?", _day("2026-03-14")),
+        ("What did I do on Wednesday?", _day("2026-03-11")),  # today is said "today"
+        ("What did I do over the weekend?", Period("2026-03-14", "2026-03-15")),
+        ("What did I do last weekend?", Period("2026-03-14", "2026-03-15")),
+        ("上周六见了谁？", _day("2026-03-14")),
+        ("上星期一做了什么？", _day("2026-03-09")),
+        ("这周一做了什么？", _day("2026-03-16")),
+        ("周一工作上做了什么？", _day("2026-03-16")),
+        ("星期五吃了什么？", _day("2026-03-13")),
+        ("礼拜天去了哪里？", _day("2026-03-15")),
+        ("上周末做了什么？", Period("2026-03-14", "2026-03-15")),
+        ("周末做了什么？", Period("2026-03-14", "2026-03-15")),
+    ],
+)
+def test_weekdays_asked_about_are_the_latest_such_day(question: str, expected: Period) -> None:
+    assert understand(question, TODAY) == expected
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "When is the Monday standup?",
+        "Is the gym open on Mondays?",
+        "What happens on Friday?",
+        "Which weekday is best for deploys?",
+        "周一的例会几点开始？",
+        "周末超市几点关门？",
+        "一周一次的例会取消了吗？",
+        "每周一的例会改时间了吗？",
+    ],
+)
+def test_a_weekday_that_recurs_is_no_date(question: str) -> None:
+    """A question about what recurs on a weekday ("the Monday standup") asks about no one
+    day: read as last Monday, it would leave out the notes of every other day."""
+    assert understand(question, TODAY) is None

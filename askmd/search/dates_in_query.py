@@ -139,7 +139,24 @@ def _count(text: str) -> int:
     return (value.get(tens, 0) if tens else 1) * 10 + value.get(ones, 0)
 
 
+_WEEKDAYS_EN = "monday tuesday wednesday thursday friday saturday sunday".split()
+_WEEKDAYS_ZH = "一二三四五六日"  # 天 is 日
+# A question about the past: "on Monday" then names a day gone by, not what recurs on
+# Mondays ("What happens on Friday?", "周一的例会几点开始？").
+_PAST = re.compile(r"\b(?:did|was|were|had|happened|went|ate|met|bought|saw)\b|[了过]", re.I)
+
 _RELATIVE = [  # (pattern, what) tried in order; longer phrases first
+    (re.compile(r"\blast\s+weekend\b|上个?周末", re.I), "weekend-1"),
+    (re.compile(r"\b(?:over|on|at|this)\s+(?:the\s+)?weekend\b|周末", re.I), "weekend"),
+    (
+        re.compile(
+            rf"\b(last|on)\s+({'|'.join(_WEEKDAYS_EN)})\b"
+            # not a count of weeks or "every" ("一周一次", "每周一")
+            rf"|(上个?|这个?|本)?(?<![一二两三四五六七八九十几每])(?:周|星期|礼拜)([{_WEEKDAYS_ZH}天])",
+            re.I,
+        ),
+        "weekday",
+    ),
     (re.compile(r"大前天", re.I), "day-3"),
     (re.compile(r"\bday before yesterday\b|前天", re.I), "day-2"),
     (re.compile(r"\byesterday\b|昨天|昨日", re.I), "day-1"),
@@ -159,7 +176,38 @@ _RELATIVE = [  # (pattern, what) tried in order; longer phrases first
 ]
 
 
-def _relative(kind: str, found: re.Match, today: dt.date) -> tuple[dt.date, dt.date]:
+def _relative(kind: str, found: re.Match, today: dt.date) -> tuple[dt.date, dt.date] | None:
+    """The period a relative phrase names, or None when, read in its question, it names
+    no day ("on Monday" in "What happens on Monday?")."""
+    past = bool(_PAST.search(found.string))
+    if kind == "weekend-1":  # the weekend of last week
+        saturday = today - dt.timedelta(days=today.weekday() + 2)
+        return saturday, saturday + dt.timedelta(days=1)
+    if kind == "weekend":  # the latest one begun: "周末做了什么？"
+        if not past:
+            return None
+        saturday = today - dt.timedelta(days=(today.weekday() - 5) % 7)
+        return saturday, saturday + dt.timedelta(days=1)
+    if kind == "weekday":
+        said, english, before, chinese = found.groups()
+        if english:
+            if said.lower() == "on" and not past:
+                return None
+            target = _WEEKDAYS_EN.index(english.lower())
+        else:
+            target = _WEEKDAYS_ZH.index(chinese.replace("天", "日"))
+            monday = today - dt.timedelta(days=today.weekday())
+            if before and before.startswith("上"):  # last week's
+                day = monday - dt.timedelta(days=7 - target)
+                return day, day
+            if before:  # this week's
+                day = monday + dt.timedelta(days=target)
+                return day, day
+            if not past:
+                return None
+        # the latest such day before today (today is "today")
+        day = today - dt.timedelta(days=(today.weekday() - target) % 7 or 7)
+        return day, day
     if kind == "days-ago":  # before "day…": "days-ago" starts with it too
         day = today - dt.timedelta(days=_count(found.group(1) or found.group(2)))
         return day, day
@@ -283,8 +331,8 @@ def _read(
                 add(found, (day, day) if day else None)
     for pattern, kind in _RELATIVE:
         for found in pattern.finditer(query):
-            if free(found):
-                add(found, _relative(kind, found, today))
+            if free(found) and (span := _relative(kind, found, today)) is not None:
+                add(found, span)
     for found in _YEAR.finditer(query):  # "in 2025": the whole year, when nothing finer
         year = int(found.group(1))
         if not spans and free(found) and 1900 <= year <= 2200:
