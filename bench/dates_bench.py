@@ -149,7 +149,7 @@ def answered(index: Index, rows: list[dict]) -> tuple[float, float, float]:
     plain = grounding._undated
     for undated in (True, False):
         if not undated:
-            grounding._undated = lambda question, top: question
+            grounding._undated = lambda question, top: (question, None)
         try:
             said = []
             for row in rows:

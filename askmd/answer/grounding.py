@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from askmd.index.embedder import Embedder
+    from askmd.search.dates_in_query import Period
     from askmd.search.retriever import Hit
 
 CJK_TEXT = 0.3  # share of CJK letters that makes a question or a passage Chinese/Japanese
@@ -275,16 +276,13 @@ class Grounding:
         # in a decline either way
         unreal = dates_in_query.not_days(question, dates_in_query.today())
         unwritten = [day for day in unreal if not any(day in hit.text for hit in top)]
-        asked = _undated(question, top)
+        asked, period = _undated(question, top)
         # an entry of the day asked about, speaking of what is asked of it ("What did I do
         # at work on 2026-01-05?"; a day alone asks what it held): the day is what the
         # question is about. In a note of sections, another section may come first.
-        of_the_day = False
-        if asked != question:
-            period = dated.named(question, top)
-            of_the_day = period is not None and any(
-                hit.date and period.holds(hit.date) and dated.speaks_of(asked, hit) for hit in top
-            )
+        of_the_day = period is not None and any(
+            hit.date and period.holds(hit.date) and dated.speaks_of(asked, hit) for hit in top
+        )
         question = asked or question
         found: list[str] = []
         after: dict[str, str] = {}  # each sentence's next one in its passage
@@ -473,18 +471,19 @@ def _headed(hit: Hit) -> str:
     return f"{hit.heading_chain}\n{hit.text}" if hit.heading_chain else hit.text
 
 
-def _undated(question: str, hits: Sequence[Hit]) -> str:
-    """The question without its date words when the best passage is of the day or period
-    it names: "what did I cook on February 10, 2026?" asks "what did I cook" of the
-    February 10 entry, whose sentences never spell its date (its heading or file name
-    does), so the date words would only make the passage look off-topic. A day alone
-    ("2026-01-05") leaves "": it asks what the day held."""
+def _undated(question: str, hits: Sequence[Hit]) -> tuple[str, Period | None]:
+    """The question without its date words, and the period it names, when the best
+    passage is of that period (else the question as asked, and None): "what did I cook
+    on February 10, 2026?" asks "what did I cook" of the February 10 entry, whose
+    sentences never spell its date (its heading or file name does), so the date words
+    would only make the passage look off-topic. A day alone ("2026-01-05") leaves "": it
+    asks what the day held."""
     top = hits[0]
     if top.date is None:
-        return question
+        return question, None
     from askmd.search import dates_in_query  # its patterns load when a question is judged
 
     period = dated.named(question, hits)
     if period is None or not period.holds(top.date):
-        return question
-    return dates_in_query.without_dates(question, dates_in_query.today())
+        return question, None
+    return dates_in_query.without_dates(question, dates_in_query.today()), period

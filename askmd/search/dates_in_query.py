@@ -124,6 +124,7 @@ _YEAR = re.compile(r"(?<![\d/-])(\d{4})(?:\s*年|(?![\d/-]))")
 _COUNTS_EN = "two three four five six seven eight nine ten".split()
 _COUNT_EN = "|".join(_COUNTS_EN)
 _DIGITS_ZH = "一二两三四五六七八九十"
+_DIGIT_ZH = {c: i for i, c in enumerate("零一二三四五六七八九")} | {"两": 2}
 
 
 def _count(text: str) -> int:
@@ -132,11 +133,10 @@ def _count(text: str) -> int:
         return int(text)
     if text.lower() in _COUNTS_EN:
         return _COUNTS_EN.index(text.lower()) + 2
-    value = {c: i for i, c in enumerate("零一二三四五六七八九")} | {"两": 2}
-    tens, _, ones = text.rpartition("十")
     if "十" not in text:
-        return value.get(text, 0)
-    return (value.get(tens, 0) if tens else 1) * 10 + value.get(ones, 0)
+        return _DIGIT_ZH.get(text, 0)
+    tens, _, ones = text.rpartition("十")
+    return (_DIGIT_ZH.get(tens, 0) if tens else 1) * 10 + _DIGIT_ZH.get(ones, 0)
 
 
 _WEEKDAYS_EN = "monday tuesday wednesday thursday friday saturday sunday".split()
