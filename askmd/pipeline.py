@@ -629,6 +629,10 @@ class Index:
             with self.lock.reading():
                 return self.manifest.together(terms)
 
+        def chinese_notes() -> bool:
+            with self.lock.reading():
+                return self.manifest.non_cjk_share() < 1.0
+
         english, multilingual = grounding.local_models(self.embedder)
         return grounding.Grounding(
             english,
@@ -637,6 +641,7 @@ class Index:
             self.settings.min_confidence,
             mentioned=mentioned,
             together=together,
+            chinese_notes=chinese_notes,
         )
 
     def stats(self) -> dict:

@@ -176,6 +176,7 @@ ASK_JSON_FIELDS = [
     "absent",
     "other_days",
     "not_days",
+    "reasons",
 ]
 
 

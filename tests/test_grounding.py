@@ -299,6 +299,31 @@ def test_a_declined_question_is_not_sent_to_the_model(run_rag, kb: Path) -> None
     assert asked == 0
 
 
+def test_with_a_model_a_question_the_judge_would_decline_still_reaches_it(
+    run_rag, kb: Path
+) -> None:
+    """With a model the judge advises: passages that share the question's words go to the
+    model, whose answer stands, with the judge's doubt as `confidence` and a warning."""
+    question = "Which port does the Grafana dashboard listen on?"
+    found, shown, asked = ask_a_model(run_rag, kb, "Grafana uses port 8420 [{ports}].", question)
+    assert asked == 2  # --json, then the terminal
+    assert found["answered"] is True and found["mode"] == "llm"
+    assert found["confidence"] < 0.5 and "Grafana" in found["unmentioned"]
+    assert {"kind": "unmentioned", "items": ["Grafana"], "given_for": [], "value": ""} in (
+        found["reasons"]
+    )
+    assert shown.startswith("Grafana uses port 8420")
+
+
+def test_with_a_model_its_reply_that_the_notes_do_not_say_is_a_decline(run_rag, kb: Path) -> None:
+    question = "Which port does the Grafana dashboard listen on?"
+    reply = "The notes do not mention Grafana's port; they give the API's [{ports}]."
+    found, _, asked = ask_a_model(run_rag, kb, reply, question)
+    assert asked == 2
+    assert found["answered"] is False and found["citations"] == []
+    assert found["confidence"] < 0.5
+
+
 def _reply(body: dict, template: str) -> list[dict]:
     """A streamed reply citing whichever number the prompt gave ops/ports.md."""
     from tests.test_ask import sse_chunks

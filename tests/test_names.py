@@ -279,7 +279,7 @@ def test_a_choice_the_notes_make_is_answered_though_they_never_name_the_other(in
 def test_a_passage_that_restates_the_question_answers_it_and_the_name_is_still_reported(
     index,
 ) -> None:
-    """A sentence far above the line (grounding.RESTATES) may name the thing otherwise
+    """A sentence far above the line (checks/unmentioned.RESTATES) may name the thing otherwise
     (Aβ for AlphaBeta): it answers, and the answer says what the notes never name."""
     result = index.ask(
         "Does a plugin connect to a MySQL server with the pg client and a pool?", [], 5
@@ -395,13 +395,14 @@ def test_a_person_the_closest_passages_never_name_is_not_answered_about(family) 
 
 def test_the_decline_says_the_closest_passages_never_name_it(family) -> None:
     from askmd.answer.exchange import decline
+    from askmd.answer.reasons import Reason
     from askmd.answer.result import Answer
 
     question = "When is Jonas's birthday?"
     result = Answer(question, question, "extractive", hits=family.search(question, 5))
-    decline(result, absent=["Jonas"])
+    decline(result, [Reason("absent", ("Jonas",))])
     chinese = Answer("Jonas 的生日是哪天？", "", "extractive", hits=result.hits)
-    decline(chinese, absent=["Jonas"])
+    decline(chinese, [Reason("absent", ("Jonas",))])
 
     assert result.text == DECLINED + " The closest passages never mention “Jonas”."
     assert chinese.text == DECLINED_ZH + "最接近的段落都没有提到“Jonas”。"

@@ -266,7 +266,9 @@ LABELS = {
 def described(kinds: list[str], cjk: bool) -> str:
     """The kinds, named in the question's language to follow "no": "price or date",
     "价格或日期"."""
-    labels = [LABELS[k][1 if cjk else 0] for k in kinds]
+    from askmd.answer.values import LABELS as VALUES
+
+    labels = [{**LABELS, **VALUES}[k][1 if cjk else 0] for k in kinds]
     if cjk:
         return "或".join(labels)
     return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " or " + labels[-1]

@@ -15,11 +15,11 @@ from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from askmd.answer import answer_kinds
 from askmd.answer.citations import CITATION, check_citations
 from askmd.answer.extractive import NOTHING_FOUND, extractive
 from askmd.answer.followup import resolve
 from askmd.answer.prompt import build_messages
+from askmd.answer.reasons import Reason, said
 from askmd.answer.references import claims_by_source, references
 from askmd.answer.result import Answer
 from askmd.answer.sentences import SENTENCE
@@ -33,22 +33,10 @@ if TYPE_CHECKING:
     from askmd.search.retriever import Hit
 
 # Said instead of an answer when the passages found do not answer the question
-# (grounding.judge), in the question's language; the nearest passages follow as pointers.
+# (grounding.judge), in the question's language; the nearest passages follow as pointers,
+# and the first reason found (reasons.py) says why.
 DECLINED = "Your notes don't seem to answer this."
 DECLINED_ZH = "你的笔记里似乎没有这个问题的答案。"
-NEVER_MENTIONED = " They never mention {}."
-NEVER_MENTIONED_ZH = "笔记里没有提到{}。"
-ABSENT = " The closest passages never mention {}."
-ABSENT_ZH = "最接近的段落都没有提到{}。"
-NOT_COMPARED = " No passage compares {}."
-NOT_COMPARED_ZH = "笔记里没有一段同时讲到{}。"
-GIVE_NO = " The closest passages give no {}."
-GIVE_NO_ZH = "最接近的段落里没有给出{}。"
-OTHER_DAYS = " The closest passages are of other days than {}."
-OTHER_DAYS_ZH = "最接近的段落都不是 {} 的记录。"
-NOT_A_DAY = " {} is no day of the calendar."
-NOT_DAYS = " {} are no days of the calendar."
-NOT_A_DAY_ZH = "{}不是日历上有的日子。"
 NEAREST = 3  # passages shown as pointers under a declined answer
 
 
@@ -65,11 +53,15 @@ def ask(
     the stream.
 
     `ground`, when given, first judges whether the passages answer the question at all
-    (grounding.judge): when they do not, the answer says so and points at the nearest
-    passages, and the model is not asked (a model shown unrelated passages tends to make
-    an answer of them, and the user would wait for it). It also picks the extractive
-    answer's sentences by meaning and checks that each sentence of a model's answer is
-    supported by the passage it cites.
+    (grounding.judge). Without a model its word is final: when they do not answer, the
+    answer says so and points at the nearest passages. With a model it advises: the
+    model reads the passages and says itself when they do not answer (its reply is read
+    for that), unless no passage shares anything with the question (`unrelated`): a
+    model shown unrelated passages tends to make an answer of them, and the user would
+    wait for it. The judge's view stays as `confidence`, and its reasons as warnings over
+    an answer given all the same. It also picks the extractive answer's sentences by
+    meaning and checks that each sentence of a model's answer is supported by the
+    passage it cites.
 
     `rerank`, when given, reorders the passages found for the query searched and keeps
     the ones to answer from; its time is rerank_ms, apart from retrieval and generation.
@@ -107,24 +99,11 @@ def ask(
     verdict = ground.judge(query, hits) if ground is not None and hits else None
     if verdict is not None:
         result.confidence = verdict.confidence
-        result.unmentioned = verdict.unmentioned
-        result.lacking = verdict.lacking
-        result.uncompared = verdict.uncompared
-        result.absent = verdict.absent
-        result.other_days = verdict.other_days
-        result.not_days = verdict.not_days
+        result.reasons = list(verdict.reasons)
     if not hits:
         result.text, result.answered = NOTHING_FOUND, False
-    elif verdict is not None and not verdict.answered:
-        decline(
-            result,
-            unmentioned=verdict.unmentioned,
-            lacking=verdict.lacking,
-            uncompared=verdict.uncompared,
-            absent=verdict.absent,
-            other_days=verdict.other_days,
-            not_days=verdict.not_days,
-        )
+    elif verdict is not None and not verdict.answered and (chat is None or unrelated(verdict)):
+        decline(result, verdict.reasons)
     elif chat is not None:
         try:
             _generate(result, chat, show)
@@ -145,6 +124,12 @@ def ask(
         (time.perf_counter() - started) * 1000 - result.retrieval_ms - (reranked_ms or 0.0)
     )
     return result
+
+
+def unrelated(verdict) -> bool:
+    """Whether the evidence against the passages is overwhelming: the judge declines and
+    none of them holds any of the question's words."""
+    return not verdict.answered and verdict.coverage == 0
 
 
 def _generate(result: Answer, chat: Chat, show: Callable | None) -> None:
@@ -172,46 +157,19 @@ def _generate(result: Answer, chat: Chat, show: Callable | None) -> None:
     result.references = references(checked.text, checked.cited, result.hits)
 
 
-def decline(
-    result: Answer,
-    keep_text: bool = False,
-    unmentioned: Sequence[str] = (),
-    lacking: Sequence[str] = (),
-    uncompared: Sequence[str] = (),
-    absent: Sequence[str] = (),
-    other_days: str = "",
-    not_days: Sequence[str] = (),
-) -> None:
+def decline(result: Answer, reasons: Sequence[Reason] = (), keep_text: bool = False) -> None:
     """The notes do not answer: say so (or keep the model's own words saying it), cite
-    nothing, and point at the nearest passages instead. Names the question asks about
-    that the notes never mention are named: they are why, and the user may know them by
-    another name the notes use. Else the things the question weighs that no passage
-    names together, else the people or places no passage found names, else a date no
-    calendar has, else the day asked about when the passages are entries of other days,
-    else the kind of value asked for that the closest passages do not give ("…give no
-    price")."""
+    nothing, and point at the nearest passages instead. The first of the reasons, in
+    reasons.ORDER, says why: a name the notes never mention (the user may know it by
+    another name the notes use), things no passage weighs together, a person or place
+    no passage found names, a date no calendar has, other days' entries, a neighbour's
+    value, a kind of value the closest passages do not give ("…give no price")."""
     if not keep_text:
         cjk = has_cjk(result.question)
         result.text = DECLINED_ZH if cjk else DECLINED
-        if unmentioned:
-            result.text += never_mentioned(unmentioned, cjk)
-        elif uncompared:
-            result.text += (NOT_COMPARED_ZH if cjk else NOT_COMPARED).format(
-                listed(uncompared, cjk, "和" if cjk else "and")
-            )
-        elif absent:
-            result.text += (ABSENT_ZH if cjk else ABSENT).format(
-                listed(absent, cjk, "、" if cjk else "or")
-            )
-        elif not_days:
-            said = listed(not_days, cjk, "和" if cjk else "and")
-            one = len(not_days) == 1 or cjk
-            result.text += (NOT_A_DAY_ZH if cjk else NOT_A_DAY if one else NOT_DAYS).format(said)
-        elif other_days:
-            result.text += (OTHER_DAYS_ZH if cjk else OTHER_DAYS).format(other_days)
-        elif lacking:
-            said = answer_kinds.described(list(lacking), cjk)
-            result.text += (GIVE_NO_ZH if cjk else GIVE_NO).format(said)
+        why = said(reasons, cjk)
+        if why:
+            result.text += why if cjk else f" {why}"
     result.answered = False
     result.citations, result.references, result.unsupported_citations = [], [], []
     result.nearest = result.hits[:NEAREST]
@@ -231,23 +189,6 @@ _UNANSWERED = re.compile(
     r"|无法(?:回答|确定|找到|得知)|不包含",
     re.IGNORECASE,
 )
-
-
-def never_mentioned(names: Sequence[str], cjk: bool) -> str:
-    """The sentence that names what the notes never mention, in the question's language."""
-    return (NEVER_MENTIONED_ZH if cjk else NEVER_MENTIONED).format(
-        listed(names, cjk, "、" if cjk else "or")
-    )
-
-
-def listed(names: Sequence[str], cjk: bool, last: str) -> str:
-    """Names quoted and listed: “A”, “B” or “C”; “A”、“B”、“C”; “A”、“B”和“C”."""
-    quoted = [f"“{n}”" for n in names]
-    if len(quoted) == 1:
-        return quoted[0]
-    if cjk:
-        return "、".join(quoted[:-1]) + last + quoted[-1]
-    return ", ".join(quoted[:-1]) + f" {last} " + quoted[-1]
 
 
 def says_unanswered(reply: str) -> bool:

@@ -16,11 +16,14 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from askmd.answer import answer_kinds, compared, dated, names
+from askmd.answer import checks, dated
+from askmd.answer.checks import Evidence
+from askmd.answer.question import Question
+from askmd.answer.reasons import Reason, items_of
 from askmd.index import embedding_models as models
 from askmd.search.query_translation import english_terms
 from askmd.terms import cjk_share, content_terms, has_cjk
@@ -77,26 +80,12 @@ MIN_CONFIDENCE = 0.5
 # thing and still points at those passages. A user who sets ASKMD_MIN_CONFIDENCE to this
 # or lower lets such questions through.
 UNMENTIONED = 0.4
-# ... unless a sentence comes this far above the reading's line (0.70 for English): it
-# restates the question and may name the thing otherwise ("Aβ" for "AlphaBeta"). Lower,
-# it let through the usual near-topic question, which names the notes' own product
-# beside the missing thing ("Does Lumen run on Heroku?": 0.61). Measured on the answer
-# sets and on 300 SciFact claims (BENCHMARKS.md, "Declining"): near-topic unanswerable
-# questions declined 0.29 -> 0.56, answerable ones unchanged; SciFact claims, which name
-# things from their papers' full text that the abstracts never mention, 0.013 -> 0.14.
-RESTATES = 0.3
-# The same holds for a question that asks for a kind of value (a date, a price, a
-# shortcut: answer_kinds.py) that none of the sentences this close to the best one
-# gives. Measured on the answer sets and CMRC (BENCHMARKS.md, "Declining"): closer, it
-# declined answerable how-to questions whose answering sentence ranked a little lower
-# ("how many times does each line occur?": `uniq -c`); farther, fewer near-topic ones.
+# How close to the best sentence the others must come to count as close: a check reads
+# only them for what the question asks (checks/kinds.py). Measured on the answer sets and
+# CMRC (BENCHMARKS.md, "Declining"): closer, it declined answerable how-to questions
+# whose answering sentence ranked a little lower ("how many times does each line
+# occur?": `uniq -c`); farther, fewer near-topic ones.
 CLOSE = 0.15
-# ... unless a sentence comes this far above the line. The patterns do not see every way
-# of writing a value (a version alone on a line under a generated API page's heading,
-# "pressing and holding Ctrl" ranked just outside CLOSE): the answerable questions
-# declined so came 0.28 and 0.30 above the line, the near-topic questions the kinds
-# decline at most 0.23 ("When is Obsidian 2.0 coming out?").
-KIND_RESTATES = 0.25
 # The confidence given by the entry of the day a question names when it holds every word
 # the question asks of that day (dated.speaks_of), however far the sentences are in
 # meaning from so vague a question: journal questions ("2026年1月5日工作上做了什么？")
@@ -148,22 +137,38 @@ class Verdict:
     # each sentence of the top passages and its cosine with the question, for the
     # extractive answer (which then needs no second look)
     sentences: dict[str, float] = field(default_factory=dict)
-    # the names the question asks about that the notes never mention (names.py)
-    unmentioned: list[str] = field(default_factory=list)
-    # the kinds of value the question asks for that no close sentence gives
-    # (answer_kinds.py): "price", "date", "time", "shortcut", "number"
-    lacking: list[str] = field(default_factory=list)
-    # the names the question weighs against each other that no passage names together
-    # (compared.py)
-    uncompared: list[str] = field(default_factory=list)
-    # the people and places the question names that the notes mention, but none of the
-    # passages read (names.absent)
-    absent: list[str] = field(default_factory=list)
-    # the day (or week, month) the question names when the closest sentences are all of
-    # other days (dated.py): "2025-03-02", or "2025-03-01 – 2025-03-31"
-    other_days: str = ""
-    # the dates the question spells that no calendar has, as written ("2026-02-30")
-    not_days: list[str] = field(default_factory=list)
+    # why the notes do not answer, as the checks found it (checks/, reasons.py); a
+    # question answered all the same may have some (a choice of names, an overriding
+    # sentence)
+    reasons: list[Reason] = field(default_factory=list)
+
+    def of(self, kind: str) -> list[str]:
+        """The items of the reasons of one kind ("unmentioned": the names)."""
+        return items_of(self.reasons, kind)
+
+    @property
+    def unmentioned(self) -> list[str]:
+        return self.of("unmentioned")
+
+    @property
+    def lacking(self) -> list[str]:
+        return self.of("lacking")
+
+    @property
+    def uncompared(self) -> list[str]:
+        return self.of("uncompared")
+
+    @property
+    def absent(self) -> list[str]:
+        return self.of("absent")
+
+    @property
+    def other_days(self) -> str:
+        return next(iter(self.of("other_days")), "")
+
+    @property
+    def not_days(self) -> list[str]:
+        return self.of("not_days")
 
     def to_json(self) -> dict:
         return {
@@ -177,6 +182,8 @@ class Verdict:
             "uncompared": self.uncompared,
             "absent": self.absent,
             "other_days": self.other_days,
+            "not_days": self.not_days,
+            "reasons": [r.to_json() for r in self.reasons],
         }
 
 
@@ -200,7 +207,11 @@ class Grounding:
         sentences: Callable[[str], list[str]] | None = None,
         mentioned: Callable[[list[str]], set[str]] | None = None,
         together: Callable[[list[str]], bool] | None = None,
+        checks_run: Sequence[str] = checks.CHECKS,
+        chinese_notes: Callable[[], bool] | None = None,
     ) -> None:
+        self.chinese_notes = chinese_notes
+        self.checks = checks.load(checks_run)
         self.english = english
         self.multilingual = multilingual
         self.idf = idf
@@ -269,13 +280,7 @@ class Grounding:
         top = list(hits[:PASSAGES])
         if not top:
             return Verdict(False, 0.0, 0.0, 0.0, "")
-        from askmd.search import dates_in_query  # its patterns load when a question is judged
-
-        # a day no calendar has ("2026-02-30"): whatever days were found are no answer,
-        # unless a passage writes it (notes on validating dates quote such days); named
-        # in a decline either way
-        unreal = dates_in_query.not_days(question, dates_in_query.today())
-        unwritten = [day for day in unreal if not any(day in hit.text for hit in top)]
+        original = Question(question)
         asked, period = _undated(question, top)
         # an entry of the day asked about, speaking of what is asked of it ("What did I do
         # at work on 2026-01-05?"; a day alone asks what it held): the day is what the
@@ -283,7 +288,8 @@ class Grounding:
         of_the_day = period is not None and any(
             hit.date and period.holds(hit.date) and dated.speaks_of(asked, hit) for hit in top
         )
-        question = asked or question
+        judged = Question(asked) if asked and asked != question else original
+        question = judged.text
         found: list[str] = []
         after: dict[str, str] = {}  # each sentence's next one in its passage
         owner: dict[str, Hit] = {}  # each sentence's passage (its first)
@@ -304,37 +310,33 @@ class Grounding:
         confidence = combined(similarity, coverage, calibration)
         if of_the_day:
             confidence = max(confidence, ENTRY_OF_THE_DAY)
-        missing = (
-            names.unmentioned(question, self.mentioned, self.together) if self.mentioned else []
+        evidence = Evidence(
+            question=judged,
+            original=original,
+            top=top,
+            sentences=by_sentence,
+            close=[s for s, v in by_sentence.items() if v >= similarity - CLOSE],
+            owner=owner,
+            after=after,
+            similarity=similarity,
+            above=similarity - calibration.line,
+            same_script=calibration in SAME_SCRIPT,
+            period=dated.asked(question, top),
+            mentioned=self.mentioned,
+            together=self.together,
+            idf=self.idf,
+            chinese_notes=self.chinese_notes,
         )
-        # a person or a place no passage names: the passages are about someone else
-        # (read in one script only: across languages a name may be written otherwise)
-        same = calibration in SAME_SCRIPT
-        elsewhere = names.absent(question, top) if same and not missing else []
-        apart = compared.apart(question, top)
-        close = [s for s, v in by_sentence.items() if v >= similarity - CLOSE]
-        # the frames are only looked up for a question that asks for a kind; the sentence
-        # after a close one may give the value ("The sync is on Tuesdays. It begins at
-        # 10:30.")
-        nexts = (after[s] for s in close if s in after)
-        lacking = answer_kinds.lacking(question, itertools.chain(close, _around(close, top), nexts))
-        above = similarity - calibration.line
-        # the day asked about: the closest sentences are all entries of other days
-        period = dated.asked(question, top)
-        if period is not None and dated.missing(
-            period, [(s, owner[s]) for s in close], list(owner.items())
-        ):
-            other_day = dated.shown(period)
-        else:
-            other_day = ""
-        # a missing name offered as one choice of several ("Zoom or Google Meet?") is
-        # reported, not a reason to decline; a comparison no passage makes is declined
-        # however close, as a sentence that made it would name what it weighs
-        choices = names.alternatives(question, missing) if missing else []
-        blocking = [m for m in missing if m not in choices] + elsewhere
-        if blocking and above < RESTATES or apart or lacking and above < KIND_RESTATES:
-            confidence *= UNMENTIONED
-        if other_day or unwritten:
+        reasons: list[Reason] = []
+        blocked = False
+        for check in self.checks:
+            reason = check(evidence)
+            if reason is None:
+                continue
+            reasons.append(reason)
+            evidence.found.append(reason)
+            blocked = blocked or check.blocks(reason, evidence)
+        if blocked:
             confidence *= UNMENTIONED
         return Verdict(
             confidence >= self.min_confidence,
@@ -343,12 +345,7 @@ class Grounding:
             coverage,
             model.id,
             by_sentence,
-            missing,
-            lacking,
-            apart,
-            elsewhere,
-            other_day,
-            unreal,
+            reasons,
         )
 
     def coverage(self, question: str, hit: Hit) -> float:
@@ -441,29 +438,6 @@ def _share(wanted: list[str], held: set[str], idf: dict[str, float]) -> float:
     unique = set(wanted)
     total = sum(idf.get(t, 0.0) for t in unique)
     return sum(idf.get(t, 0.0) for t in unique if t in held) / total if total else 0.0
-
-
-def _around(sentences: Sequence[str], hits: Sequence[Hit]) -> Iterator[str]:
-    """What frames each sentence in its passage: the passage's heading chain and file
-    name (a journal's day is its heading: "## 2025-03-08", "Finally bought the bike."),
-    and, for a sentence ending in a colon, the block it introduces ("Quit picocom:" then
-    `<Ctrl a><Ctrl x>`: a key or a command on a line the sentence splitter does not keep
-    as a sentence)."""
-    for sentence in sentences:
-        for hit in hits:
-            at = hit.text.find(sentence)
-            if at < 0:
-                continue
-            # an entry's day gives the date "哪天…" asks for, when only its file name
-            # ("20260102.md") or front matter says it
-            yield from (hit.heading_chain, hit.source, hit.date or "")
-            if sentence.rstrip().endswith((":", "：")):
-                after = hit.text[at + len(sentence) :].lstrip()
-                yield after.split("\n\n", 1)[0][:INTRODUCED_CHARS]
-            break
-
-
-INTRODUCED_CHARS = 200
 
 
 def _headed(hit: Hit) -> str:

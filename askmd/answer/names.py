@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from askmd.terms import CJK_CLASS, STOPWORDS, cjk_share, terms
+from askmd.terms import CJK_CLASS, STOPWORDS, cjk_share, has_cjk, terms
 
 if TYPE_CHECKING:
     from askmd.search.retriever import Hit
@@ -153,6 +153,7 @@ def unmentioned(
     question: str,
     mentioned: Callable[[list[str]], set[str]],
     together: Callable[[list[str]], bool] | None = None,
+    chinese_notes: bool = True,
 ) -> list[str]:
     """The question's names the notes never mention. `mentioned(terms)` gives the terms
     the folder holds, whole or continued by a digit or a joiner, so `python` is found in
@@ -161,7 +162,8 @@ def unmentioned(
     (`Google Drive`, `mise use`, the pairs of `时间简史`) is mentioned when each is and,
     given `together`, one chunk holds them all: notes that say "Google Fonts" and "the
     local drive" never mention Google Drive. Words and parts under SHORTEST letters are
-    not checked."""
+    not checked. A name the notes write another way is mentioned (`_written_otherwise`;
+    in the other script only where the notes hold `chinese_notes`)."""
     names = {name: words(name) for name in named(question)}
     asked = sorted({t for kept in names.values() for w, parts in kept for t in (w, *parts)})
     if not asked:
@@ -175,9 +177,41 @@ def unmentioned(
         needed = [t for w, parts in kept for t in ([w] if w in held else parts)]
         return together is not None and several and len(needed) > 1 and not together(needed)
 
-    return [
+    missing = [
         name for name, kept in names.items() if kept and (not all_held(kept, held) or apart(kept))
     ]
+    return [
+        name
+        for name in missing
+        if not _written_otherwise(name, mentioned, together, chinese_notes or has_cjk(name))
+    ]
+
+
+def _written_otherwise(
+    name: str,
+    mentioned: Callable[[list[str]], set[str]],
+    together: Callable[[list[str]], bool] | None,
+    across: bool,
+) -> bool:
+    """Whether the notes write the name another way (aliases.py): with other joiners or
+    none ("Wi-Fi": wifi, wi-fi), or in the other script (Osaka: 大阪; 里斯本: Lisbon)."""
+    from askmd.answer import aliases
+
+    for form in aliases.forms(name, across):
+        if cjk_share(form) > 0:
+            pairs = [t for t in terms(form) if len(t) > 1]
+            if pairs and mentioned(pairs) == set(pairs) and (together is None or together(pairs)):
+                return True
+            continue
+        if len(form) < SHORTEST:
+            continue
+        joined = [form] + [f"{form[:i]}-{form[i:]}" for i in range(1, len(form))][:JOINED]
+        if mentioned(joined):
+            return True
+    return False
+
+
+JOINED = 12  # places a joiner is tried in a flat name ("wifi": w-ifi, wi-fi, wif-i)
 
 
 def all_held(kept: list[tuple[str, tuple[str, ...]]], held: set[str]) -> bool:

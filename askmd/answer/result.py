@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from askmd.answer.reasons import Reason, items_of
+
 if TYPE_CHECKING:
     from askmd.search.retriever import Hit
 
@@ -84,24 +86,42 @@ class Answer:
     # The days searched: the period the question names, else the --since/--until given
     # ({"since", "until"}, ISO); None when neither limited the search.
     dates: dict | None = None
-    # The names the question asks about that the notes never mention (answer/names.py):
-    # why it was declined, when that is why.
-    unmentioned: list[str] = field(default_factory=list)
-    # The kinds of value the question asks for (a date, a price…: answer/answer_kinds.py)
-    # that none of the closest sentences gives.
-    lacking: list[str] = field(default_factory=list)
-    # The names the question weighs against each other ("Vim or Emacs?") that no passage
-    # names together (answer/compared.py).
-    uncompared: list[str] = field(default_factory=list)
-    # The people and places the question names that the notes mention, but none of the
-    # passages found (answer/names.py): the passages are about someone or somewhere else.
-    absent: list[str] = field(default_factory=list)
-    # The day, week or month the question names when the closest sentences are all of
-    # other days (answer/dated.py): "2025-03-02", or "2025-03-01 – 2025-03-31"; else "".
-    other_days: str = ""
-    # The dates the question spells that no calendar has, as written ("2026-02-30",
-    # "2026年1月45日"): a declined question says so.
-    not_days: list[str] = field(default_factory=list)
+    # Why the notes do not answer (answer/reasons.py), as the judgement's checks found
+    # it; the older fields below are views of them, kept in the JSON.
+    reasons: list[Reason] = field(default_factory=list)
+
+    def of(self, kind: str) -> list[str]:
+        return items_of(self.reasons, kind)
+
+    @property
+    def unmentioned(self) -> list[str]:
+        """The names the question asks about that the notes never mention."""
+        return self.of("unmentioned")
+
+    @property
+    def lacking(self) -> list[str]:
+        """The kinds of value asked for (a date, a price…) no close sentence gives."""
+        return self.of("lacking")
+
+    @property
+    def uncompared(self) -> list[str]:
+        """The names the question weighs that no passage names together."""
+        return self.of("uncompared")
+
+    @property
+    def absent(self) -> list[str]:
+        """The people and places the notes mention but no passage found names."""
+        return self.of("absent")
+
+    @property
+    def other_days(self) -> str:
+        """The period asked about when the closest sentences are of other days, or ""."""
+        return next(iter(self.of("other_days")), "")
+
+    @property
+    def not_days(self) -> list[str]:
+        """The dates the question spells that no calendar has, as written."""
+        return self.of("not_days")
 
     def to_json(self) -> dict:
         return {
@@ -128,4 +148,5 @@ class Answer:
             "absent": self.absent,
             "other_days": self.other_days,
             "not_days": self.not_days,
+            "reasons": [r.to_json() for r in self.reasons],
         }

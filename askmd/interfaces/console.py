@@ -20,6 +20,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 import chunker
+from askmd.answer.reasons import render
 from askmd.wording import INVISIBLE, plural
 
 if TYPE_CHECKING:
@@ -367,24 +368,8 @@ def show_verdict(verdict) -> None:
         f"{verdict.similarity:.2f} in {escape(verdict.model)}, coverage of the question's "
         f"words {verdict.coverage:.2f}; ASKMD_MIN_CONFIDENCE moves the line)[/]"
     )
-    if verdict.unmentioned:
-        named = ", ".join(verdict.unmentioned)
-        out.print(f"[dim]the notes never mention: {escape(named)}[/]")
-    if verdict.lacking:
-        out.print(f"[dim]asks for {' and '.join(verdict.lacking)}; no close sentence gives one[/]")
-    if verdict.uncompared:
-        named = " and ".join(verdict.uncompared)
-        out.print(f"[dim]weighs {escape(named)}; no passage names them together[/]")
-    if verdict.absent:
-        named = ", ".join(verdict.absent)
-        out.print(f"[dim]the closest passages never mention: {escape(named)}[/]")
-    if verdict.other_days:
-        out.print(
-            f"[dim]asks about {verdict.other_days}; the closest sentences are of other days[/]"
-        )
-    if verdict.not_days:
-        named = ", ".join(verdict.not_days)
-        out.print(f"[dim]names no day of the calendar: {escape(named)}[/]")
+    for reason in verdict.reasons:
+        out.print(f"[dim]{escape(render(reason, form='debug'))}[/]")
 
 
 def show_eval(report, verbose: bool = False) -> None:
@@ -700,20 +685,8 @@ def show_answer(answer: Answer, hint: bool = True) -> None:
     if not answer.answered:
         show_nearest(answer.nearest)
         return
-    if answer.unmentioned:
-        named = " or ".join(f"“{n}”" for n in answer.unmentioned)
-        warning(f"your notes never mention {named}: check that the answer is about it")
-    if answer.uncompared:
-        named = " and ".join(f"“{n}”" for n in answer.uncompared)
-        warning(f"no passage compares {named}: check that the answer weighs them")
-    if answer.absent:
-        named = " or ".join(f"“{n}”" for n in answer.absent)
-        warning(f"the closest passages never mention {named}: check that the answer is about it")
-    if answer.lacking:
-        from askmd.answer.answer_kinds import described
-
-        asked = described(answer.lacking, cjk=False)
-        warning(f"the closest passages give no {asked}: check that the answer says it")
+    for reason in answer.reasons:
+        warning(render(reason, form="warn"))
     if answer.mode == "llm" and answer.hits and not answer.citations:
         warning("the answer cites none of the sources; check it against them (/sources)")
     if answer.unsupported_citations:

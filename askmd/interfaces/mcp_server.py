@@ -109,6 +109,15 @@ class PointerJson(TypedDict):
     line_end: int
 
 
+class ReasonJson(TypedDict):
+    # why the notes do not answer (askmd/answer/reasons.py): "unmentioned", "uncompared",
+    # "absent", "not_days", "other_days", "neighbour" or "lacking"
+    kind: str
+    items: list[str]  # the names, days or kinds of value it is about
+    given_for: list[str]  # "neighbour": what the closest passages give the value for
+    value: str  # "neighbour": the kind of value
+
+
 @with_config(OPEN)
 class AskResult(TypedDict):
     question: str
@@ -128,6 +137,7 @@ class AskResult(TypedDict):
     nearest: list[PointerJson]
     unsupported_citations: list[int]
     dates: dict | None  # {"since", "until"}: the days the question named or were given
+    reasons: list[ReasonJson]  # why it was declined, or what to check in an answer
 
 
 class NoteText(TypedDict):

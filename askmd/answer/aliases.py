@@ -1,0 +1,93 @@
+"""The other ways notes write a name: in the other script, or spelled with other joiners.
+
+A question says "Osaka" of a trip note that writes 大阪, "里斯本" of one that writes
+Lisbon, "Wi-Fi" of a note that writes WiFi or wifi. Each is the same name; a check that
+reads "never mentioned" in them would decline a question its notes answer. CC-CEDICT
+(already read for Chinese questions' words in English) glosses a place or a person
+with its English name first ("Ōsaka, a city and prefecture in Japan", "Lisbon, capital
+of Portugal"): read backwards, it gives a Latin name's Chinese forms. Only such
+glosses count, a proper name that opens the gloss, so "port" never becomes 港.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+# The proper name that opens a gloss: capitalised words up to the first comma or bracket
+# ("New York, major city…", "Ōsaka, a city…"); "Europe" but not "Buddhist monk".
+_OPENING_NAME = re.compile(
+    r"^((?:[A-Z][\w'’.-]*)(?:\s+(?:[A-Z][\w'’.-]*|of|de|la|le|del))*)\s*(?:,|\(|$)"
+)
+_JOINERS = re.compile(r"[\s\-_.·・]+")
+LONGEST_NAME = 4  # words of a gloss's opening name read as one name
+
+
+def flat(text: str) -> str:
+    """A name as compared: lower case, accents and joiners off ("Wi-Fi", "WiFi", "wi fi"
+    and "Ōsaka" read "wifi", "wifi", "wifi", "osaka")."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    plain = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return _JOINERS.sub("", plain.lower())
+
+
+def forms(name: str, across: bool = True) -> set[str]:
+    """The name's flat form and, `across` scripts, its forms in the other one: a Latin
+    name's Chinese words, a Chinese word's English names (flat)."""
+    found = {flat(name)}
+    if not across:
+        pass
+    elif _HAN.search(name):
+        found |= {flat(n) for n in english_names(name)}
+    else:
+        found |= chinese_names(flat(name))
+    return {f for f in found if f}
+
+
+def english_names(word: str) -> list[str]:
+    """The English names CC-CEDICT opens a Chinese word's glosses with (里斯本: Lisbon)."""
+    from askmd.search.query_translation import _dictionary
+
+    found = []
+    for gloss in _dictionary().get(word, ())[:GLOSSES]:
+        name = _opening_name(gloss)
+        if name:
+            found.append(name)
+    return found
+
+
+GLOSSES = 2  # a word's first glosses read for its name
+
+
+def chinese_names(flat_name: str) -> set[str]:
+    """The Chinese words whose gloss opens with this (flat) name: osaka → 大阪."""
+    return set(_reverse().get(flat_name, ()))
+
+
+@functools.cache
+def _reverse() -> dict[str, tuple[str, ...]]:
+    from askmd.search.query_translation import _dictionary
+
+    found: dict[str, list[str]] = {}
+    for word, glosses in _dictionary().items():
+        if len(word) < 2:
+            continue
+        for gloss in glosses[:GLOSSES]:
+            name = _opening_name(gloss)
+            if name:
+                found.setdefault(flat(name), []).append(word)
+    return {name: tuple(dict.fromkeys(words)) for name, words in found.items()}
+
+
+def _opening_name(gloss: str) -> str:
+    plain = unicodedata.normalize("NFKD", gloss.strip())
+    match = _OPENING_NAME.match("".join(c for c in plain if not unicodedata.combining(c)))
+    if not match:
+        return ""
+    name = match.group(1).rstrip(".")
+    words = name.split()
+    if len(words) > LONGEST_NAME or words[-1] in {"of", "de", "la", "le", "del"}:
+        return ""
+    return name

@@ -1,0 +1,44 @@
+"""A kind of value the question asks for (a date, a price, a shortcut: answer_kinds.py)
+that none of the sentences close to the best one gives, nor what frames them."""
+
+from __future__ import annotations
+
+import itertools
+
+from askmd.answer import answer_kinds
+from askmd.answer.checks import Evidence, Simple
+from askmd.answer.reasons import Reason
+
+# A sentence this far above the line overrides it: the patterns do not see every way of
+# writing a value (BENCHMARKS.md, "Declining").
+KIND_RESTATES = 0.25
+INTRODUCED_CHARS = 200
+
+
+def run(evidence: Evidence) -> Reason | None:
+    close = evidence.close
+    # the sentence after a close one may give the value ("The sync is on Tuesdays. It
+    # begins at 10:30.")
+    nexts = (evidence.after[s] for s in close if s in evidence.after)
+    said = itertools.chain(close, _around(close, evidence), nexts)
+    lacking = answer_kinds.lacking(evidence.question.text, said)
+    return Reason("lacking", tuple(lacking)) if lacking else None
+
+
+def _around(sentences, evidence: Evidence):
+    """What frames each sentence in its passage: the heading chain, file name and day (a
+    journal's day is its heading), and, for a sentence ending in a colon, the block it
+    introduces ("Quit picocom:" then `<Ctrl a><Ctrl x>`)."""
+    for sentence in sentences:
+        for hit in evidence.top:
+            at = hit.text.find(sentence)
+            if at < 0:
+                continue
+            yield from (hit.heading_chain, hit.source, hit.date or "")
+            if sentence.rstrip().endswith((":", "：")):
+                after = hit.text[at + len(sentence) :].lstrip()
+                yield after.split("\n\n", 1)[0][:INTRODUCED_CHARS]
+            break
+
+
+CHECK = Simple("kinds", run, KIND_RESTATES)

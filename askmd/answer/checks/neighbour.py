@@ -1,0 +1,164 @@
+"""A value given for a neighbour of the thing asked about.
+
+"What port is Jellyfin listening on?" over a note of containers finds the note, close in
+meaning, and in it "Audiobookshelf 2.17 on port 13378": a port, for another service.
+Notes keep values in lists and tables of like things (services and their ports,
+contacts and their numbers, a car's MOT and a bicycle's service), so the nearest value
+is often the neighbour's. A question that asks for a value of a kind (answer_kinds,
+values) is answered only by a unit (units.py: a sentence, a list item, a table row,
+read with what governs it) that both gives a value of that kind and is about the thing
+asked: it holds the question's own words (`Question.subject`), weighed by how rare each
+is in the folder, in any of their forms (aliases.py: Osaka for 大阪, WiFi for Wi-Fi).
+When the best such unit of the top passages holds less than COVERED of them, the value
+is a neighbour's, and the decline says whose.
+
+Words of one script are only looked for in units of that script, unless they are
+names the other script writes too: an English question's "land" is not in a Chinese
+sentence, and that says nothing. A unit with none of the words to look for is not
+judged.
+"""
+
+from __future__ import annotations
+
+import re
+
+from askmd.answer import aliases, values
+from askmd.answer.checks import Evidence, Simple
+from askmd.answer.question import Word
+from askmd.answer.reasons import Reason
+from askmd.answer.units import Unit, units
+from askmd.terms import content_terms, has_cjk, terms
+
+# The share of the subject's weight (idf) the best value unit must hold more than: a
+# unit missing half of it ("Osaka's hotel" of the Kyoto guesthouse under "Osaka") is
+# about another thing.
+COVERED = 0.5
+NAMED = 2  # missing words named in the decline, rarest first
+# A unit that does not name whose value is asked ("the bike's MOT") holds at most this
+# share: whatever else it holds, the value is another's.
+OWNER_MISSING = 0.0
+
+
+def run(evidence: Evidence) -> Reason | None:
+    question = evidence.question
+    kinds = question.kinds
+    subject = question.subject
+    if not kinds or not subject or evidence.idf is None:
+        return None
+    weight = _weights(subject, evidence)
+    best: tuple[float, Unit, list[Word]] | None = None
+    unjudged = False
+    echoed = {w.written.lower() for w in subject}
+    for hit in evidence.top:
+        for unit in units(hit):
+            if not any(_gives(kind, unit, echoed) for kind in kinds):
+                continue
+            judged = [w for w in subject if _judgeable(w, unit)]
+            if not judged:
+                unjudged = True  # a value in a unit of the other script
+                continue
+            total = sum(weight[w.written] for w in judged)
+            missing = [w for w in judged if not _holds(unit, w)]
+            share = 1 - sum(weight[w.written] for w in missing) / total if total else 1.0
+            if any(w.owner for w in missing):
+                share = min(share, OWNER_MISSING)
+            if best is None or share > best[0]:
+                best = (share, unit, missing)
+    if best is None:
+        # no unit gives a value of the kinds only this check reads (a phone number…)
+        lacking = [k.name for k in kinds if k.name in values.LABELS]
+        if lacking and len(lacking) == len(kinds) and not unjudged:
+            return Reason("lacking", tuple(lacking))
+        return None
+    if best[0] > COVERED or unjudged:
+        return None
+    _, unit, missing = best
+    missing.sort(key=lambda w: (not w.owner, -weight[w.written]))
+    label = unit.label or _named(unit)
+    value = next(k.name for k in kinds if _gives(k, unit, echoed))
+    return Reason(
+        "neighbour",
+        tuple(w.written for w in missing[:NAMED]),
+        (label,) if label else (),
+        value,
+    )
+
+
+def _gives(kind, unit: Unit, echoed: set[str]) -> bool:
+    return values.gives(kind, unit.text, unit.context, echoed)
+
+
+def _weights(subject: list[Word], evidence: Evidence) -> dict[str, float]:
+    """Each word's idf in the folder (its rarest index term): a word no note holds weighs
+    the most."""
+    found = {}
+    for word in subject:
+        keys = terms(word.written) if word.cjk else content_terms(word.written)[:1]
+        keys = [k for k in keys if len(k) > 1] or keys
+        idf = evidence.idf(keys, word.cjk) if keys else {}
+        found[word.written] = max(idf.values(), default=1.0)
+    return found
+
+
+def _judgeable(word: Word, unit: Unit) -> bool:
+    """Whether the unit is written in the word's script, or the word is a name it may
+    write in its own."""
+    script = _script(unit.text)
+    if script is None or word.cjk == script:
+        return True
+    if not word.cjk and _NAME_LIKE.search(word.written):
+        return True  # Chinese text writes a Latin name as it is ("customs-docs 的端口")
+    return len(aliases.forms(word.written)) > 1
+
+
+def _script(text: str) -> bool | None:
+    """True for a Chinese or Japanese unit, False for a Latin one, None for one of figures
+    alone ("2026-10-13", "| 3000 |"): read in either."""
+    from askmd.terms import cjk_share
+
+    if cjk_share(text) >= CJK_UNIT:
+        return True
+    return False if _LETTER.search(text) else None
+
+
+CJK_UNIT = 0.3
+_LETTER = re.compile(r"[^\W\d_]")
+# A Latin word Chinese text writes as it is: a digit, a joiner or a capital inside it
+# ("pve01", "customs-docs", "MOT"); "Mum" would be written 妈妈.
+_NAME_LIKE = re.compile(r"\d|\w[-_.+]\w|\w[A-Z]")
+
+
+def _holds(unit: Unit, word: Word) -> bool:
+    context = unit.context
+    flat = aliases.flat(context)
+    across = word.cjk != has_cjk(context) or word.cjk and not has_cjk(unit.text)
+    for form in aliases.forms(word.written, across):
+        if has_cjk(form):
+            if form in context or form in flat:
+                return True
+        elif _latin_held(form, word, context, flat):
+            return True
+    return False
+
+
+def _latin_held(form: str, word: Word, context: str, flat: str) -> bool:
+    """A Latin word in the unit: as a term (stemmed: "listening" in "listens"), or, for
+    a name written with other joiners, its flat form ("wifi" in "Wi-Fi")."""
+    wanted = content_terms(word.written)[:1]
+    held = set(content_terms(context))
+    if wanted and wanted[0] in held:
+        return True
+    return len(form) >= FLAT_LETTERS and form in flat
+
+
+FLAT_LETTERS = 4  # a shorter flat form ("tv") would be found inside other words
+
+
+def _named(unit: Unit) -> str:
+    from askmd.answer import names
+
+    found = names.named(unit.text)
+    return found[0] if found else ""
+
+
+CHECK = Simple("neighbour", run, None)

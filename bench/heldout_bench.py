@@ -1,0 +1,183 @@
+"""Answers on folders nobody tuned for: declined, cited and recalled, dev and test apart.
+
+    python -m bench.heldout_bench                        # every set, dev and test
+    python -m bench.heldout_bench --split dev --dump d.jsonl   # tune on dev only
+    python -m bench.heldout_bench --without neighbour    # what one check earns
+    python -m bench.heldout_bench --only personal-b      # the shared test vault
+
+Each set is a folder of notes and its questions (bench/heldout/*/: notes/ and
+queries.jsonl, see bench/heldout/README.md) or the shared personal-b vault, which is
+test only. A question's half is fixed by its id (`half`), before any tuning: rules and
+cut-offs are chosen on dev, and only test says whether they stay. Every question is
+asked as `rag.py ask` asks it, without an LLM, with today set to its `today` when it
+has one. Per set and half: unanswerable declined (all, and the neighbour traps),
+answerable declined, answerable whose answer cites a relevant note, gold recall of the
+answer and of the top chunk, hit@5 and MRR of the relevant notes, and the decision's
+p50 (search, judgement and answer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+
+from askmd import evaluate
+from askmd.answer import checks
+from askmd.answer.citations import CITATION
+from bench.common import DATA, ROOT, open_index
+
+HELDOUT = ROOT / "bench" / "heldout"
+SHARED_TEST = ("personal-b",)  # shared sets that are test only: never tuned on
+
+
+def half(qid: str) -> str:
+    """The half a question belongs to, by its id alone: fixed before any tuning."""
+    return "dev" if hashlib.sha256(qid.encode()).digest()[0] < 128 else "test"
+
+
+def sets(data: Path) -> list[tuple[str, Path, Path]]:
+    """(name, notes folder, questions file) of every held-out set."""
+    found = []
+    for folder in sorted(p for p in HELDOUT.iterdir() if (p / "queries.jsonl").is_file()):
+        found.append((folder.name, folder / "notes", folder / "queries.jsonl"))
+    for name in SHARED_TEST:
+        if (data / name / "queries.jsonl").is_file():
+            found.append((name, data / name / "notes", data / name / "queries.jsonl"))
+    return found
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--index-root", type=Path, default=Path("/tmp/askmd-heldout"))
+    parser.add_argument("--data", type=Path, default=DATA, help="the shared data folder")
+    parser.add_argument("--only", help="the sets whose name contains this")
+    parser.add_argument("--split", choices=("dev", "test"), help="one half only")
+    parser.add_argument("--without", action="append", default=[], help="a check to leave out")
+    parser.add_argument("--dump", type=Path, help="write each question's outcome here")
+    parser.add_argument(
+        "--constant",
+        action="append",
+        default=[],
+        help="MODULE.NAME=VALUE: a module's constant for this run, to measure it on dev "
+        "(askmd.answer.checks.neighbour.COVERED=0.6)",
+    )
+    parser.add_argument(
+        "--setting", action="append", default=[], help="NAME=VALUE, e.g. ASKMD_TOP_K=5"
+    )
+    args = parser.parse_args(argv)
+    environ = dict(s.split("=", 1) for s in args.setting)
+    for constant in args.constant:
+        name, value = constant.split("=", 1)
+        module, attribute = name.rsplit(".", 1)
+        setattr(importlib.import_module(module), attribute, float(value))
+    run = [c for c in checks.CHECKS if c not in args.without]
+    dumped = args.dump.open("w", encoding="utf-8") if args.dump else None
+    print(
+        "| set | half | questions | unanswerable declined | neighbour declined "
+        "| answerable declined | relevant cited | gold recall | top chunk recall | hit@5 "
+        "| MRR | ms p50 |"
+    )
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    totals: dict[str, list[dict]] = {"dev": [], "test": []}
+    for name, notes, path in sets(args.data):
+        if args.only and args.only not in name:
+            continue
+        index = open_index(notes, args.index_root / name, environ)
+        made = index.grounding
+
+        def grounding(made=made):
+            ground = made()
+            ground.checks = checks.load(run)
+            return ground
+
+        index.grounding = grounding  # type: ignore[method-assign]
+        queries = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        rows: dict[str, list[dict]] = {"dev": [], "test": []}
+        for q in queries:
+            part = "test" if name in SHARED_TEST else half(q["id"])
+            if args.split and part != args.split:
+                continue
+            row = _ask(index, q)
+            row.update(set=name, half=part)
+            rows[part].append(row)
+            if dumped is not None:
+                dumped.write(json.dumps(row, ensure_ascii=False) + "\n")
+        for part in ("dev", "test"):
+            if rows[part]:
+                _print(name, part, rows[part])
+                totals[part] += rows[part]
+    for part in ("dev", "test"):
+        if totals[part]:
+            _print("all", part, totals[part])
+    if dumped is not None:
+        dumped.close()
+
+
+def _ask(index, q: dict) -> dict:
+    if q.get("today"):
+        os.environ["ASKMD_TODAY"] = q["today"]
+    else:
+        os.environ.pop("ASKMD_TODAY", None)
+    started = time.perf_counter()
+    result = index.ask(q["query"], [], index.settings.top_k)
+    ms = (time.perf_counter() - started) * 1000
+    relevant = set(q.get("relevant") or [])
+    files = list(dict.fromkeys(hit.source for hit in result.hits))
+    rank = next((i + 1 for i, f in enumerate(files) if f in relevant), None)
+    answers = tuple(q.get("answers") or ())
+    said = CITATION.sub("", result.text) if result.answered else ""
+    return {
+        "id": q["id"],
+        "query": q["query"],
+        "lang": q.get("lang", ""),
+        "answerable": bool(q.get("answerable", not q.get("unanswerable"))),
+        "trap": q.get("trap", ""),
+        "answered": result.answered,
+        "confidence": result.confidence,
+        "reasons": [r.to_json() for r in result.reasons],
+        "cited": [r.source for r in result.references],
+        "relevant_cited": bool(relevant & {r.source for r in result.references}),
+        "gold_recall": evaluate.recall(answers, said) if answers else None,
+        "top_recall": evaluate.recall(answers, result.hits[0].text)
+        if answers and result.hits
+        else None,
+        "rank": rank,
+        "ms": ms,
+        "text": result.text[:300],
+    }
+
+
+def _print(name: str, part: str, rows: list[dict]) -> None:
+    def share(items: list[bool]) -> str:
+        return f"{sum(items) / len(items):.3f} ({sum(items)}/{len(items)})" if items else "–"
+
+    def mean(values: list[float]) -> str:
+        return f"{statistics.mean(values):.3f}" if values else "–"
+
+    unanswerable = [r for r in rows if not r["answerable"]]
+    neighbours = [r for r in unanswerable if r["trap"] == "neighbour"]
+    answerable = [r for r in rows if r["answerable"]]
+    ranked = [r for r in answerable if r["gold_recall"] is not None]
+    print(
+        f"| {name} | {part} | {len(rows)} "
+        f"| {share([not r['answered'] for r in unanswerable])} "
+        f"| {share([not r['answered'] for r in neighbours])} "
+        f"| {share([not r['answered'] for r in answerable])} "
+        f"| {share([r['relevant_cited'] for r in answerable])} "
+        f"| {mean([r['gold_recall'] for r in ranked])} "
+        f"| {mean([r['top_recall'] for r in ranked if r['top_recall'] is not None])} "
+        f"| {mean([1.0 if r['rank'] and r['rank'] <= 5 else 0.0 for r in answerable])} "
+        f"| {mean([1 / r['rank'] if r['rank'] and r['rank'] <= 10 else 0.0 for r in answerable])} "
+        f"| {statistics.median(r['ms'] for r in rows):.0f} |",
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    main()
