@@ -19,6 +19,7 @@ p50 (search, judgement and answer).
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import importlib
 import json
@@ -41,10 +42,10 @@ def half(qid: str) -> str:
     return "dev" if hashlib.sha256(qid.encode()).digest()[0] < 128 else "test"
 
 
-def sets(data: Path) -> list[tuple[str, Path, Path]]:
+def sets(data: Path, heldout: Path = HELDOUT) -> list[tuple[str, Path, Path]]:
     """(name, notes folder, questions file) of every held-out set."""
     found = []
-    for folder in sorted(p for p in HELDOUT.iterdir() if (p / "queries.jsonl").is_file()):
+    for folder in sorted(p for p in heldout.iterdir() if (p / "queries.jsonl").is_file()):
         found.append((folder.name, folder / "notes", folder / "queries.jsonl"))
     for name in SHARED_TEST:
         if (data / name / "queries.jsonl").is_file():
@@ -56,6 +57,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--index-root", type=Path, default=Path("/tmp/askmd-heldout"))
     parser.add_argument("--data", type=Path, default=DATA, help="the shared data folder")
+    parser.add_argument("--sets", type=Path, default=HELDOUT, help="the folder of the sets")
     parser.add_argument("--only", help="the sets whose name contains this")
     parser.add_argument("--split", choices=("dev", "test"), help="one half only")
     parser.add_argument("--without", action="append", default=[], help="a check to leave out")
@@ -64,8 +66,8 @@ def main(argv: list[str] | None = None) -> None:
         "--constant",
         action="append",
         default=[],
-        help="MODULE.NAME=VALUE: a module's constant for this run, to measure it on dev "
-        "(askmd.answer.checks.neighbour.COVERED=0.6)",
+        help="MODULE.NAME=VALUE: a module's constant (a Python literal) for this run, to "
+        "measure it (askmd.answer.checks.neighbour.COVERED=0.6, a word list =[])",
     )
     parser.add_argument(
         "--setting", action="append", default=[], help="NAME=VALUE, e.g. ASKMD_TOP_K=5"
@@ -75,7 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     for constant in args.constant:
         name, value = constant.split("=", 1)
         module, attribute = name.rsplit(".", 1)
-        setattr(importlib.import_module(module), attribute, float(value))
+        setattr(importlib.import_module(module), attribute, ast.literal_eval(value))
     run = [c for c in checks.CHECKS if c not in args.without]
     dumped = args.dump.open("w", encoding="utf-8") if args.dump else None
     print(
@@ -85,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     totals: dict[str, list[dict]] = {"dev": [], "test": []}
-    for name, notes, path in sets(args.data):
+    for name, notes, path in sets(args.data, args.sets):
         if args.only and args.only not in name:
             continue
         index = open_index(notes, args.index_root / name, environ)
@@ -177,6 +179,29 @@ def _print(name: str, part: str, rows: list[dict]) -> None:
         f"| {statistics.median(r['ms'] for r in rows):.0f} |",
         flush=True,
     )
+
+
+def smoke(tmp: Path) -> None:
+    """One small set, with every check and without the neighbour check."""
+    notes = tmp / "sets" / "tiny" / "notes"
+    notes.mkdir(parents=True)
+    (notes / "ports.md").write_text(
+        "# Ports\n\n| Service | Port |\n|---|---|\n| Audiobookshelf | 13378 |\n\n"
+        "Jellyfin moved to the mini PC.\n",
+        encoding="utf-8",
+    )
+    questions = [
+        {"id": "a1", "query": "What port is Audiobookshelf on?", "relevant": ["ports.md"],
+         "answers": ["13378"], "answerable": True},
+        {"id": "u1", "query": "What port is Jellyfin on?", "relevant": [],
+         "answerable": False, "trap": "neighbour"},
+    ]  # fmt: skip
+    lines = "".join(json.dumps(q) + "\n" for q in questions)
+    (tmp / "sets" / "tiny" / "queries.jsonl").write_text(lines, encoding="utf-8")
+    common = ["--sets", str(tmp / "sets"), "--data", str(tmp / "no-data")]
+    common += ["--index-root", str(tmp / "ix")]
+    main([*common, "--dump", str(tmp / "rows.jsonl")])
+    main([*common, "--without", "neighbour", "--split", "test"])
 
 
 if __name__ == "__main__":

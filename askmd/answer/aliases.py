@@ -33,17 +33,16 @@ def flat(text: str) -> str:
     return _JOINERS.sub("", plain.lower())
 
 
-def forms(name: str, across: bool = True) -> set[str]:
+@functools.lru_cache(maxsize=4096)
+def forms(name: str, across: bool = True) -> frozenset[str]:
     """The name's flat form and, `across` scripts, its forms in the other one: a Latin
     name's Chinese words, a Chinese word's English names (flat)."""
     found = {flat(name)}
-    if not across:
-        pass
-    elif _HAN.search(name):
+    if across and _HAN.search(name):
         found |= {flat(n) for n in english_names(name)}
-    else:
+    elif across:
         found |= chinese_names(flat(name))
-    return {f for f in found if f}
+    return frozenset(f for f in found if f)
 
 
 def english_names(word: str) -> list[str]:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from askmd.answer import checks, dated
 from askmd.answer.checks import Evidence
 from askmd.answer.question import Question
-from askmd.answer.reasons import Reason, items_of
+from askmd.answer.reasons import Reason, ReasonViews
 from askmd.index import embedding_models as models
 from askmd.search.query_translation import english_terms
 from askmd.terms import cjk_share, content_terms, has_cjk
@@ -126,7 +126,7 @@ def _local(name: str) -> Embedder:
 
 
 @dataclass
-class Verdict:
+class Verdict(ReasonViews):
     """Whether the passages answer the question, and what that rests on."""
 
     answered: bool
@@ -141,34 +141,6 @@ class Verdict:
     # question answered all the same may have some (a choice of names, an overriding
     # sentence)
     reasons: list[Reason] = field(default_factory=list)
-
-    def of(self, kind: str) -> list[str]:
-        """The items of the reasons of one kind ("unmentioned": the names)."""
-        return items_of(self.reasons, kind)
-
-    @property
-    def unmentioned(self) -> list[str]:
-        return self.of("unmentioned")
-
-    @property
-    def lacking(self) -> list[str]:
-        return self.of("lacking")
-
-    @property
-    def uncompared(self) -> list[str]:
-        return self.of("uncompared")
-
-    @property
-    def absent(self) -> list[str]:
-        return self.of("absent")
-
-    @property
-    def other_days(self) -> str:
-        return next(iter(self.of("other_days")), "")
-
-    @property
-    def not_days(self) -> list[str]:
-        return self.of("not_days")
 
     def to_json(self) -> dict:
         return {

@@ -30,7 +30,7 @@ _FRAME_EN = frozenset(
     """what's whats where's when's who's how's it's is are was were get got go going need
     needs tell know remember say said again please currently now usually normally next
     last this that one ones us we our i my me mine let's supposed exactly actually also
-    still ever""".split()
+    still ever per""".split()
 )
 # The same for a Chinese question's words (segmented by CC-CEDICT): asking, when, who asks.
 _FRAME_ZH = frozenset(
@@ -48,7 +48,7 @@ _RELATION_EN = """listen run running host serve serves expire renew renewal due 
     cost costs pay paid charge spend spent take took book booked call reach contact use
     used live sit store stored keep kept back deploy deployed set need have has had get
     make made go went see meet met check pass approve approved sign signed book send sent
-    come came""".split()
+    come came buy bought purchase""".split()
 _RELATION_ZH = frozenset(
     """通过 发布 开始 结束 到期 续费 续约 需要 使用 运行 部署 入住 退房 出发 到达 抵达 起飞
     降落 花费 支付 付款 交 缴 办理 联系 预订 预约 住 在 用 跑 监听 开放 开门 关门 上线
@@ -190,7 +190,7 @@ ASKING_CHARS = 16
 # Words that name the kind of value asked for, however the question asks for it.
 _KIND_EN = """price cost fee fees much many long often time times date day year month week
     number numbers phone mobile port ports address email password code size weight dose
-    version versions""".split()
+    version versions author creator founder inventor developer maker designer writer""".split()
 
 
 def _kind_word(word: str) -> bool:

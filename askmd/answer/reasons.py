@@ -159,3 +159,44 @@ def listed(names: Sequence[str], cjk: bool, last: str, quoted: bool = True) -> s
 def items_of(reasons: Sequence[Reason], kind: str) -> list[str]:
     """The items of the reasons of one kind."""
     return [item for r in reasons if r.kind == kind for item in r.items]
+
+
+class ReasonViews:
+    """The reasons of a judgement seen one kind at a time, as the JSON has carried them
+    since before reasons were data (`unmentioned`, `lacking`…); a class with a `reasons`
+    list gets them."""
+
+    reasons: list[Reason]
+
+    def of(self, kind: str) -> list[str]:
+        return items_of(self.reasons, kind)
+
+    @property
+    def unmentioned(self) -> list[str]:
+        """The names the question asks about that the notes never mention."""
+        return self.of("unmentioned")
+
+    @property
+    def lacking(self) -> list[str]:
+        """The kinds of value asked for (a date, a price…) no close sentence gives."""
+        return self.of("lacking")
+
+    @property
+    def uncompared(self) -> list[str]:
+        """The names the question weighs that no passage names together."""
+        return self.of("uncompared")
+
+    @property
+    def absent(self) -> list[str]:
+        """The people and places the notes mention but no passage found names."""
+        return self.of("absent")
+
+    @property
+    def other_days(self) -> str:
+        """The period asked about when the closest sentences are of other days, or ""."""
+        return next(iter(self.of("other_days")), "")
+
+    @property
+    def not_days(self) -> list[str]:
+        """The dates the question spells that no calendar has, as written."""
+        return self.of("not_days")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from askmd.answer.reasons import Reason, items_of
+from askmd.answer.reasons import Reason, ReasonViews
 
 if TYPE_CHECKING:
     from askmd.search.retriever import Hit
@@ -61,7 +61,7 @@ def pointer(hit: Hit) -> dict:
 
 
 @dataclass
-class Answer:
+class Answer(ReasonViews):
     question: str
     query: str  # what was searched: the question, or its standalone rewrite
     mode: str  # "llm" or "extractive"
@@ -89,39 +89,6 @@ class Answer:
     # Why the notes do not answer (answer/reasons.py), as the judgement's checks found
     # it; the older fields below are views of them, kept in the JSON.
     reasons: list[Reason] = field(default_factory=list)
-
-    def of(self, kind: str) -> list[str]:
-        return items_of(self.reasons, kind)
-
-    @property
-    def unmentioned(self) -> list[str]:
-        """The names the question asks about that the notes never mention."""
-        return self.of("unmentioned")
-
-    @property
-    def lacking(self) -> list[str]:
-        """The kinds of value asked for (a date, a price…) no close sentence gives."""
-        return self.of("lacking")
-
-    @property
-    def uncompared(self) -> list[str]:
-        """The names the question weighs that no passage names together."""
-        return self.of("uncompared")
-
-    @property
-    def absent(self) -> list[str]:
-        """The people and places the notes mention but no passage found names."""
-        return self.of("absent")
-
-    @property
-    def other_days(self) -> str:
-        """The period asked about when the closest sentences are of other days, or ""."""
-        return next(iter(self.of("other_days")), "")
-
-    @property
-    def not_days(self) -> list[str]:
-        """The dates the question spells that no calendar has, as written."""
-        return self.of("not_days")
 
     def to_json(self) -> dict:
         return {

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
+
+from askmd.answer.sentences import FENCE, TABLE_RULE
 
 if TYPE_CHECKING:
     from askmd.search.retriever import Hit
@@ -26,8 +28,6 @@ if TYPE_CHECKING:
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 _ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,9}[.)])\s+(?:\[[ xX]\]\s+)?(.*)$")
 _ROW = re.compile(r"^\s*\|.*\|\s*$")
-_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
-_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _QUOTE = re.compile(r"^\s*>\s?")
 # A sentence ends at . ! ? before a space, or at a CJK end mark; not inside "v2.17" or
 # "e.g." followed by a lower-case word.
@@ -40,6 +40,7 @@ class Unit:
 
     text: str
     governing: str  # headings, table header, introducing line, file name
+    day: str = ""  # the day of the entry the unit is in (a journal's), which dates it
 
     @property
     def context(self) -> str:
@@ -67,7 +68,8 @@ def units(hit: Hit) -> list[Unit]:
     """The units of one passage, in order."""
     above = [h for h in (hit.heading_chain or "").split(" > ") if h]
     stem = PurePosixPath(hit.source).stem
-    return list(_units(hit.text, [stem, *above]))
+    day = hit.date or ""
+    return [replace(u, day=day) if day else u for u in _units(hit.text, [stem, *above])]
 
 
 def _units(text: str, governing: list[str]) -> Iterator[Unit]:
@@ -77,6 +79,14 @@ def _units(text: str, governing: list[str]) -> Iterator[Unit]:
     paragraph: list[str] = []
     item: list[str] = []
     fenced = False
+    section: list[str] = []  # the lines under the last heading of the passage
+    heading: tuple[str, str] | None = None  # that heading, and what governs it
+
+    def under() -> Iterator[Unit]:
+        # a heading may give the value itself ("## 2025-03-08", "## 2.4.1 — 2025-03-12"):
+        # it is read with the section it heads ("Finally bought the new bike.")
+        if heading is not None:
+            yield Unit(heading[0], "\n".join([heading[1], *section]))
 
     def flush() -> Iterator[Unit]:
         above = "\n".join([*headings, intro] if intro else headings)
@@ -90,21 +100,22 @@ def _units(text: str, governing: list[str]) -> Iterator[Unit]:
 
     lines = text.split("\n")
     for i, line in enumerate(lines):
-        if _FENCE.match(line):
+        if FENCE.match(line):
             fenced = not fenced
             yield from flush()
             continue
         if fenced:
             continue
         line = _QUOTE.sub("", line)
-        heading = _HEADING.match(line)
-        if heading:
+        titled = _HEADING.match(line)
+        if titled:
             yield from flush()
-            # a heading may give the value itself ("## 2.4.1 — 2025-03-12")
-            yield Unit(heading.group(1), "\n".join(headings))
-            headings.append(heading.group(1))
+            yield from under()
+            heading, section = (titled.group(1), "\n".join(headings)), []
+            headings.append(titled.group(1))
             header = intro = ""
             continue
+        section.append(line.strip())
         if not line.strip():
             listing = i + 1 < len(lines) and bool(_ITEM.match(lines[i + 1]))
             # "Emergency numbers:", a blank line, then the list it introduces
@@ -118,10 +129,10 @@ def _units(text: str, governing: list[str]) -> Iterator[Unit]:
             continue
         if _ROW.match(line):
             yield from flush()
-            if _RULE.match(line):
+            if TABLE_RULE.match(line):
                 continue
             following = lines[i + 1] if i + 1 < len(lines) else ""
-            if not header and _RULE.match(following):
+            if not header and TABLE_RULE.match(following):
                 header = line.strip()
                 continue
             above = "\n".join([*headings, header] if header else headings)
@@ -146,6 +157,7 @@ def _units(text: str, governing: list[str]) -> Iterator[Unit]:
             continue
         paragraph.append(line.strip())
     yield from flush()
+    yield from under()
 
 
 def _join(lines: list[str]) -> str:

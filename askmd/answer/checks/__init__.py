@@ -12,6 +12,7 @@ its name to CHECKS; the benchmarks run without any one of them to measure what i
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,8 +25,9 @@ if TYPE_CHECKING:
     from askmd.search.dates_in_query import Period
     from askmd.search.retriever import Hit
 
-# In the order they run; the decline names the first reason in reasons.ORDER.
-CHECKS = ("unmentioned", "compared", "absent", "not_days", "other_days", "neighbour", "kinds")
+# In the order they run, each named as the reason it gives; the decline names the first
+# reason in reasons.ORDER.
+CHECKS = ("unmentioned", "uncompared", "absent", "not_days", "other_days", "lacking", "neighbour")
 
 
 @dataclass
@@ -75,7 +77,12 @@ class Check(Protocol):
 
 def load(names: Sequence[str] = CHECKS) -> list[Check]:
     """The checks of these names, each module's `CHECK`."""
-    return [importlib.import_module(f"{__name__}.{name}").CHECK for name in names]
+    return list(_loaded(tuple(names)))
+
+
+@functools.cache
+def _loaded(names: tuple[str, ...]) -> tuple[Check, ...]:
+    return tuple(importlib.import_module(f"{__name__}.{name}").CHECK for name in names)
 
 
 @dataclass(frozen=True)

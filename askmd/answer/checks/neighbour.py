@@ -27,7 +27,7 @@ from askmd.answer.checks import Evidence, Simple
 from askmd.answer.question import Word
 from askmd.answer.reasons import Reason
 from askmd.answer.units import Unit, units
-from askmd.terms import content_terms, has_cjk, terms
+from askmd.terms import cjk_share, content_terms, has_cjk, terms
 
 # The share of the subject's weight (idf) the best value unit must hold more than: a
 # unit missing half of it ("Osaka's hotel" of the Kyoto guesthouse under "Osaka") is
@@ -46,24 +46,25 @@ def run(evidence: Evidence) -> Reason | None:
     if not kinds or not subject or evidence.idf is None:
         return None
     weight = _weights(subject, evidence)
-    best: tuple[float, Unit, list[Word]] | None = None
+    best: tuple[float, Read, list[Word]] | None = None
     unjudged = False
     echoed = {w.written.lower() for w in subject}
-    for hit in evidence.top:
+    for rank, hit in enumerate(evidence.top):
         for unit in units(hit):
             if not any(_gives(kind, unit, echoed) for kind in kinds):
                 continue
-            judged = [w for w in subject if _judgeable(w, unit)]
+            read = Read(unit, rank)
+            judged = [w for w in subject if read.judges(w)]
             if not judged:
                 unjudged = True  # a value in a unit of the other script
                 continue
             total = sum(weight[w.written] for w in judged)
-            missing = [w for w in judged if not _holds(unit, w)]
+            missing = [w for w in judged if not read.holds(w)]
             share = 1 - sum(weight[w.written] for w in missing) / total if total else 1.0
             if any(w.owner for w in missing):
                 share = min(share, OWNER_MISSING)
             if best is None or share > best[0]:
-                best = (share, unit, missing)
+                best = (share, read, missing)
     if best is None:
         # no unit gives a value of the kinds only this check reads (a phone number…)
         lacking = [k.name for k in kinds if k.name in values.LABELS]
@@ -72,10 +73,14 @@ def run(evidence: Evidence) -> Reason | None:
         return None
     if best[0] > COVERED or unjudged:
         return None
-    _, unit, missing = best
+    _, read, missing = best
+    if read.rank > 0 and any(r.kind == "lacking" for r in evidence.found):
+        # a value in a note below the closest one is no neighbour the question came near:
+        # that no close sentence gives one says more ("give no price")
+        return None
     missing.sort(key=lambda w: (not w.owner, -weight[w.written]))
-    label = unit.label or _named(unit)
-    value = next(k.name for k in kinds if _gives(k, unit, echoed))
+    label = read.unit.label or _named(read.unit)
+    value = next(k.name for k in kinds if _gives(k, read.unit, echoed))
     return Reason(
         "neighbour",
         tuple(w.written for w in missing[:NAMED]),
@@ -85,7 +90,13 @@ def run(evidence: Evidence) -> Reason | None:
 
 
 def _gives(kind, unit: Unit, echoed: set[str]) -> bool:
-    return values.gives(kind, unit.text, unit.context, echoed)
+    """Whether the unit gives a value of the kind; an entry's day dates each of its units
+    ("Finally bought the new bike." in the note of 2025-03-08)."""
+    text = f"{unit.text} {unit.day}" if unit.day and kind.name in DATED else unit.text
+    return values.gives(kind, text, unit.context, echoed)
+
+
+DATED = frozenset({"date", "time", "when"})
 
 
 def _weights(subject: list[Word], evidence: Evidence) -> dict[str, float]:
@@ -100,22 +111,48 @@ def _weights(subject: list[Word], evidence: Evidence) -> dict[str, float]:
     return found
 
 
-def _judgeable(word: Word, unit: Unit) -> bool:
-    """Whether the unit is written in the word's script, or the word is a name it may
-    write in its own."""
-    script = _script(unit.text)
-    if script is None or word.cjk == script:
-        return True
-    if not word.cjk and _NAME_LIKE.search(word.written):
-        return True  # Chinese text writes a Latin name as it is ("customs-docs 的端口")
-    return len(aliases.forms(word.written)) > 1
+class Read:
+    """One unit as the check reads it, each reading made once for all the words."""
+
+    def __init__(self, unit: Unit, rank: int) -> None:
+        self.unit = unit
+        self.rank = rank  # of its passage among the top ones
+        self.context = unit.context
+        self.flat = aliases.flat(self.context)
+        self.terms = set(content_terms(self.context))
+        self.script = _script(unit.text)
+        self.chinese = has_cjk(self.context)
+        self.latin = bool(_LATIN_LETTER.search(self.context))
+
+    def judges(self, word: Word) -> bool:
+        """Whether the unit is written in the word's script, or the word is a name it may
+        write in its own."""
+        if self.script is None or word.cjk == self.script:
+            return True
+        if not word.cjk and _NAME_LIKE.search(word.written):
+            return True  # Chinese text writes a Latin name as it is ("customs-docs 的端口")
+        return len(aliases.forms(word.written)) > 1
+
+    def holds(self, word: Word) -> bool:
+        """Whether the unit or what governs it writes the word, in any of its forms: as a
+        term (stemmed: "listening" in "listens"), flat ("wifi" in "Wi-Fi"), or in the
+        other script (大阪 for Osaka)."""
+        wanted = content_terms(word.written)[:1]
+        if not word.cjk and wanted and wanted[0] in self.terms:
+            return True
+        across = self.latin if word.cjk else self.chinese
+        for form in aliases.forms(word.written, across):
+            if has_cjk(form):
+                if form in self.context or form in self.flat:
+                    return True
+            elif len(form) >= FLAT_LETTERS and form in self.flat:
+                return True
+        return False
 
 
 def _script(text: str) -> bool | None:
     """True for a Chinese or Japanese unit, False for a Latin one, None for one of figures
     alone ("2026-10-13", "| 3000 |"): read in either."""
-    from askmd.terms import cjk_share
-
     if cjk_share(text) >= CJK_UNIT:
         return True
     return False if _LETTER.search(text) else None
@@ -123,34 +160,10 @@ def _script(text: str) -> bool | None:
 
 CJK_UNIT = 0.3
 _LETTER = re.compile(r"[^\W\d_]")
+_LATIN_LETTER = re.compile(r"[A-Za-z]")
 # A Latin word Chinese text writes as it is: a digit, a joiner or a capital inside it
 # ("pve01", "customs-docs", "MOT"); "Mum" would be written 妈妈.
 _NAME_LIKE = re.compile(r"\d|\w[-_.+]\w|\w[A-Z]")
-
-
-def _holds(unit: Unit, word: Word) -> bool:
-    context = unit.context
-    flat = aliases.flat(context)
-    across = word.cjk != has_cjk(context) or word.cjk and not has_cjk(unit.text)
-    for form in aliases.forms(word.written, across):
-        if has_cjk(form):
-            if form in context or form in flat:
-                return True
-        elif _latin_held(form, word, context, flat):
-            return True
-    return False
-
-
-def _latin_held(form: str, word: Word, context: str, flat: str) -> bool:
-    """A Latin word in the unit: as a term (stemmed: "listening" in "listens"), or, for
-    a name written with other joiners, its flat form ("wifi" in "Wi-Fi")."""
-    wanted = content_terms(word.written)[:1]
-    held = set(content_terms(context))
-    if wanted and wanted[0] in held:
-        return True
-    return len(form) >= FLAT_LETTERS and form in flat
-
-
 FLAT_LETTERS = 4  # a shorter flat form ("tv") would be found inside other words
 
 

@@ -41,4 +41,4 @@ def _around(sentences, evidence: Evidence):
             break
 
 
-CHECK = Simple("kinds", run, KIND_RESTATES)
+CHECK = Simple("lacking", run, KIND_RESTATES)

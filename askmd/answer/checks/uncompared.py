@@ -14,4 +14,4 @@ def run(evidence: Evidence) -> Reason | None:
     return Reason("uncompared", tuple(apart)) if apart else None
 
 
-CHECK = Simple("compared", run, None)
+CHECK = Simple("uncompared", run, None)
