@@ -12,8 +12,8 @@ cut-offs are chosen on dev, and only test says whether they stay. Every question
 asked as `rag.py ask` asks it, without an LLM, with today set to its `today` when it
 has one. Per set and half: unanswerable declined (all, and the neighbour traps),
 answerable declined, answerable whose answer cites a relevant note, gold recall of the
-answer and of the top chunk, hit@5 and MRR of the relevant notes, and the decision's
-p50 (search, judgement and answer).
+answer and of the top chunk, hit@5 and MRR of the relevant notes, the p50 of a whole
+ask (search, judgement and answer) and of the judgement alone.
 """
 
 from __future__ import annotations
@@ -83,9 +83,9 @@ def main(argv: list[str] | None = None) -> None:
     print(
         "| set | half | questions | unanswerable declined | neighbour declined "
         "| answerable declined | relevant cited | gold recall | top chunk recall | hit@5 "
-        "| MRR | ms p50 |"
+        "| MRR | ms p50 | judgement ms p50 |"
     )
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- | --- |" + " ---: |" * 11)
     totals: dict[str, list[dict]] = {"dev": [], "test": []}
     for name, notes, path in sets(args.data, args.sets):
         if args.only and args.only not in name:
@@ -129,6 +129,10 @@ def _ask(index, q: dict) -> dict:
     started = time.perf_counter()
     result = index.ask(q["query"], [], index.settings.top_k)
     ms = (time.perf_counter() - started) * 1000
+    began = time.perf_counter()  # the judgement alone, again over the same passages
+    if result.hits:
+        index.grounding().judge(result.query, result.hits)
+    judge_ms = (time.perf_counter() - began) * 1000
     relevant = set(q.get("relevant") or [])
     files = list(dict.fromkeys(hit.source for hit in result.hits))
     rank = next((i + 1 for i, f in enumerate(files) if f in relevant), None)
@@ -151,6 +155,7 @@ def _ask(index, q: dict) -> dict:
         else None,
         "rank": rank,
         "ms": ms,
+        "judge_ms": judge_ms,
         "text": result.text[:300],
     }
 
@@ -176,7 +181,8 @@ def _print(name: str, part: str, rows: list[dict]) -> None:
         f"| {mean([r['top_recall'] for r in ranked if r['top_recall'] is not None])} "
         f"| {mean([1.0 if r['rank'] and r['rank'] <= 5 else 0.0 for r in answerable])} "
         f"| {mean([1 / r['rank'] if r['rank'] and r['rank'] <= 10 else 0.0 for r in answerable])} "
-        f"| {statistics.median(r['ms'] for r in rows):.0f} |",
+        f"| {statistics.median(r['ms'] for r in rows):.0f} "
+        f"| {statistics.median(r['judge_ms'] for r in rows):.0f} |",
         flush=True,
     )
 

