@@ -103,6 +103,15 @@ def test_the_things_own_value_is_answered(index, question: str) -> None:
     assert not [r for r in result.reasons if r.kind in {"neighbour", "unmentioned"}]
 
 
+@pytest.mark.parametrize("question", ["邮箱是多少？", "What's the landlord's email address?"])
+def test_a_value_no_passage_gives_is_declined_and_named(index, question: str) -> None:
+    """An email address asked, and no unit of the closest passages gives one: with or
+    without a thing named, the answer would quote sentences about something else."""
+    result = ask(index, question)
+    assert result.answered is False, result.text
+    assert result.lacking == ["email"]
+
+
 def test_a_question_reads_the_thing_it_asks_about() -> None:
     assert [w.written for w in Question("What port is Jellyfin listening on?").subject] == [
         "Jellyfin"

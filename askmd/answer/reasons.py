@@ -20,6 +20,10 @@ class Reason:
     # for "neighbour": what the closest passages give the value for, and its kind
     given_for: tuple[str, ...] = ()
     value: str = ""
+    # "neighbour": whether the value is in the first passage (one below it is no
+    # neighbour the question came near; a decline then says what the close sentences
+    # lack, when they do)
+    first: bool = True
 
     def to_json(self) -> dict:
         return {
@@ -101,7 +105,9 @@ ORDER = tuple(TEXTS)
 
 def said(reasons: Sequence[Reason], cjk: bool) -> str:
     """The sentence a decline adds for the first reason (in ORDER), or ""."""
-    first = min(reasons, key=lambda r: ORDER.index(r.kind), default=None)
+    lacking = any(r.kind == "lacking" for r in reasons)
+    told = [r for r in reasons if not (r.kind == "neighbour" and not r.first and lacking)]
+    first = min(told, key=lambda r: ORDER.index(r.kind), default=None)
     return render(first, cjk) if first is not None else ""
 
 

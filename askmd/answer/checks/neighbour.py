@@ -43,7 +43,7 @@ def run(evidence: Evidence) -> Reason | None:
     question = evidence.question
     kinds = question.kinds
     subject = question.subject
-    if not kinds or not subject or evidence.idf is None:
+    if not kinds or evidence.idf is None:
         return None
     weight = _weights(subject, evidence)
     best: tuple[float, Read, list[Word]] | None = None
@@ -53,6 +53,8 @@ def run(evidence: Evidence) -> Reason | None:
         for unit in units(hit):
             if not any(_gives(kind, unit, echoed) for kind in kinds):
                 continue
+            if not subject:
+                return None  # a value is given; whose, the question does not say
             read = Read(unit, rank)
             judged = [w for w in subject if read.judges(w)]
             if not judged:
@@ -74,10 +76,6 @@ def run(evidence: Evidence) -> Reason | None:
     if best[0] > COVERED or unjudged:
         return None
     _, read, missing = best
-    if read.rank > 0 and any(r.kind == "lacking" for r in evidence.found):
-        # a value in a note below the closest one is no neighbour the question came near:
-        # that no close sentence gives one says more ("give no price")
-        return None
     missing.sort(key=lambda w: (not w.owner, -weight[w.written]))
     label = read.unit.label or _named(read.unit)
     value = next(k.name for k in kinds if _gives(k, read.unit, echoed))
@@ -86,6 +84,7 @@ def run(evidence: Evidence) -> Reason | None:
         tuple(w.written for w in missing[:NAMED]),
         (label,) if label else (),
         value,
+        first=read.rank == 0,
     )
 
 
