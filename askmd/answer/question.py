@@ -22,7 +22,9 @@ CJK_TEXT = 0.3  # share of CJK letters that makes a question Chinese/Japanese
 
 # A Latin word as a question writes a thing: letters and digits with inner joiners
 # ("pve01", "Wi-Fi", "Disney+", "node.js"); a possessive is not part of it.
-_LATIN = re.compile(r"(?:(?!" + CJK_CLASS + r")[^\W_])[\w.+#'’-]*(?<![.'’-])")
+_LATIN = re.compile(
+    r"(?:(?!" + CJK_CLASS + r")[^\W_])(?:(?!" + CJK_CLASS + r")[\w.+#'’-])*(?<![.'’-])"
+)
 _POSSESSIVE = re.compile(r"(?:'s|’s|'|’)$", re.I)
 # Words that ask or frame rather than name the thing asked about: how a question asks
 # for a value ("what's", "do I need"), when ("currently", "next"), and who asks ("we").
@@ -36,7 +38,7 @@ _FRAME_EN = frozenset(
 _FRAME_ZH = frozenset(
     """可以 能够 应该 需要 一下 现在 目前 通常 平时 下次 上次 下一次 上一次 这个 那个 那家
     这家 我们 我的 我家 咱们 大概 具体 记得 知道 告诉 请问 一般 还有 之前 以前 最近 时候
-    是不是""".split()
+    是不是 一年 每年 一个月 每月 一周 每周 一天 每天""".split()
 )
 
 
@@ -62,9 +64,6 @@ class Word:
 
     written: str  # as the question writes it
     cjk: bool
-    # whose value is asked: the owner in "the bike's MOT", "the number of the
-    # electrician", "京都的民宿": a unit that gives the value must name it
-    owner: bool = False
 
 
 class Question:
@@ -120,8 +119,6 @@ class Question:
         words that ask for its kinds of value, question words and stop words ("What port
         is Jellyfin listening on?": Jellyfin, listening; "大阪那家酒店几点可以办入住？":
         大阪, 酒店, 入住)."""
-        from askmd.search.query_translation import segment
-
         text = self.undated or self.text
         # the words of a short way of asking ("what time", "phone number", 多少钱) ask; a
         # long match ("when was … released") holds the thing itself
@@ -143,23 +140,44 @@ class Question:
                 continue
             if asks(*match.span()) or _relation(word) or _kind_word(word):
                 continue
-            before = text[: match.start()].lower()
-            owner = match.group() != word or bool(_OF.search(before))
-            found.append(Word(word, False, owner))
+            found.append(Word(word, False))
         if has_cjk(text):
             from askmd.terms import QUESTION_WORD_ZH
 
             at = 0
-            for word in segment(text):
+            for word in words_of(text):
                 at = text.find(word, at)
                 end = at + len(word)
                 if len(word) < 2 or QUESTION_WORD_ZH.search(word) or word in _FRAME_ZH:
                     continue
                 if word in _RELATION_ZH or asks(at, end):
                     continue
-                owner = text[end : end + 1] == "的"
-                found.extend(Word(part, True, owner) for part in _parts(word))
+                found.extend(Word(part, True) for part in _parts(word))
         return list({w.written.lower(): w for w in found}.values())
+
+
+def words_of(text: str) -> list[str]:
+    """The Chinese words of a text's character runs, by CC-CEDICT: matched longest first
+    from the left and from the right, keeping the reading with fewer words, then fewer
+    single characters, else the one from the right (bidirectional maximum matching: from
+    the left alone, "3班期中英语" reads 班期 and 中英)."""
+    from askmd.search.query_translation import _HAN_RUN, LONGEST, _dictionary, segment
+
+    words = _dictionary()
+    found: list[str] = []
+    for run in _HAN_RUN.findall(text):
+        forward = segment(run)
+        backward: list[str] = []
+        end = len(run)
+        while end > 0:
+            n = next((n for n in range(min(LONGEST, end), 1, -1) if run[end - n : end] in words), 1)
+            backward.insert(0, run[end - n : end])
+            end -= n
+        found += min(
+            (backward, forward),
+            key=lambda read: (len(read), sum(len(w) == 1 for w in read)),
+        )
+    return found
 
 
 def _parts(word: str) -> list[str]:
@@ -183,8 +201,6 @@ def _halves(word: str) -> list[str]:
 
 
 COMPOUND = 4  # characters of a Chinese word read as the words it is made of
-# "… of the electrician", "… of my sister": the word after names the owner
-_OF = re.compile(r"\bof (?:the |my |our |his |her |their |a |an )?$")
 ASKING_WORDS = 3
 ASKING_CHARS = 16
 # Words that name the kind of value asked for, however the question asks for it.

@@ -34,9 +34,6 @@ from askmd.terms import cjk_share, content_terms, has_cjk, terms
 # about another thing.
 COVERED = 0.5
 NAMED = 2  # missing words named in the decline, rarest first
-# A unit that does not name whose value is asked ("the bike's MOT") holds at most this
-# share: whatever else it holds, the value is another's.
-OWNER_MISSING = 0.0
 
 
 def run(evidence: Evidence) -> Reason | None:
@@ -63,8 +60,6 @@ def run(evidence: Evidence) -> Reason | None:
             total = sum(weight[w.written] for w in judged)
             missing = [w for w in judged if not read.holds(w)]
             share = 1 - sum(weight[w.written] for w in missing) / total if total else 1.0
-            if any(w.owner for w in missing):
-                share = min(share, OWNER_MISSING)
             if best is None or share > best[0]:
                 best = (share, read, missing)
     if best is None:
@@ -76,7 +71,7 @@ def run(evidence: Evidence) -> Reason | None:
     if best[0] > COVERED or unjudged:
         return None
     _, read, missing = best
-    missing.sort(key=lambda w: (not w.owner, -weight[w.written]))
+    missing.sort(key=lambda w: -weight[w.written])
     label = read.unit.label or _named(read.unit)
     value = next(k.name for k in kinds if _gives(k, read.unit, echoed))
     return Reason(
