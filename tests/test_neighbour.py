@@ -119,7 +119,8 @@ def test_a_question_reads_the_thing_it_asks_about() -> None:
         "motorbike",
         "MOT",
     ]
-    assert [w.written for w in Question("大阪那家酒店几点可以办入住？").subject] == ["大阪", "酒店"]
+    chinese = [w.written for w in Question("大阪那家酒店几点可以办入住？").subject]
+    assert chinese[:2] == ["大阪", "酒店"] and "几点" not in chinese and "入住" not in chinese
     assert [k.name for k in Question("电工的电话是多少？").kinds] == ["phone"]
 
 

@@ -26,22 +26,6 @@ _LATIN = re.compile(
     r"(?:(?!" + CJK_CLASS + r")[^\W_])(?:(?!" + CJK_CLASS + r")[\w.+#'’-])*(?<![.'’-])"
 )
 _POSSESSIVE = re.compile(r"(?:'s|’s|'|’)$", re.I)
-# Words that ask or frame rather than name the thing asked about: how a question asks
-# for a value ("what's", "do I need"), when ("currently", "next"), and who asks ("we").
-_FRAME_EN = frozenset(
-    """what's whats where's when's who's how's it's is are was were get got go going need
-    needs tell know remember say said again please currently now usually normally next
-    last this that one ones us we our i my me mine let's supposed exactly actually also
-    still ever per""".split()
-)
-# The same for a Chinese question's words (segmented by CC-CEDICT): asking, when, who asks.
-_FRAME_ZH = frozenset(
-    """可以 能够 应该 需要 一下 现在 目前 通常 平时 下次 上次 下一次 上一次 这个 那个 那家
-    这家 我们 我的 我家 咱们 大概 具体 记得 知道 告诉 请问 一般 还有 之前 以前 最近 时候
-    是不是 一年 每年 一个月 每月 一周 每周 一天 每天""".split()
-)
-
-
 # Words that say what is done with the thing, not which thing: "What port does X listen
 # on?", "When does our contract renew?", "ADR-004 是哪天通过的？". A value is given of the
 # thing; the unit that gives it rarely repeats the verb ("port 8080").
@@ -136,7 +120,7 @@ class Question:
         for match in _LATIN.finditer(text):
             word = _POSSESSIVE.sub("", match.group())
             lower = word.lower()
-            if len(lower) < 2 or lower in STOPWORDS or lower in _FRAME_EN or lower.isdigit():
+            if len(lower) < 2 or lower in STOPWORDS or lower.isdigit():
                 continue
             if asks(*match.span()) or _relation(word) or _kind_word(word):
                 continue
@@ -148,11 +132,11 @@ class Question:
             for word in words_of(text):
                 at = text.find(word, at)
                 end = at + len(word)
-                if len(word) < 2 or QUESTION_WORD_ZH.search(word) or word in _FRAME_ZH:
+                if len(word) < 2 or QUESTION_WORD_ZH.search(word):
                     continue
                 if word in _RELATION_ZH or asks(at, end):
                     continue
-                found.extend(Word(part, True) for part in _parts(word))
+                found.append(Word(word, True))
         return list({w.written.lower(): w for w in found}.values())
 
 
@@ -180,27 +164,6 @@ def words_of(text: str) -> list[str]:
     return found
 
 
-def _parts(word: str) -> list[str]:
-    """A long Chinese compound as the words it is made of (物业管理: 物业, 管理), each
-    weighed apart: a note may write one without the other (物业服务中心)."""
-    if len(word) < COMPOUND:
-        return [word]
-    parts = [p for p in _halves(word) if len(p) > 1]
-    return parts or [word]
-
-
-def _halves(word: str) -> list[str]:
-    from askmd.search.query_translation import _dictionary
-
-    words = _dictionary()
-    for cut in range(2, len(word) - 1):
-        head, tail = word[:cut], word[cut:]
-        if head in words and tail in words:
-            return [head, tail]
-    return [word]
-
-
-COMPOUND = 4  # characters of a Chinese word read as the words it is made of
 ASKING_WORDS = 3
 ASKING_CHARS = 16
 # Words that name the kind of value asked for, however the question asks for it.
