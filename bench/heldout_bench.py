@@ -78,6 +78,9 @@ def main(argv: list[str] | None = None) -> None:
         "measure it (askmd.answer.checks.neighbour.COVERED=0.6, a word list =[])",
     )
     parser.add_argument(
+        "--fit", action="store_true", help="also fit the signals on dev and report test"
+    )
+    parser.add_argument(
         "--setting", action="append", default=[], help="NAME=VALUE, e.g. ASKMD_TOP_K=5"
     )
     args = parser.parse_args(argv)
@@ -132,6 +135,8 @@ def main(argv: list[str] | None = None) -> None:
             _print("all", part, totals[part])
     if dumped is not None:
         dumped.close()
+    if args.fit:
+        fit(totals["dev"] + totals["test"])
 
 
 def _ask(index, q: dict) -> dict:
@@ -143,8 +148,7 @@ def _ask(index, q: dict) -> dict:
     result = index.ask(q["query"], [], index.settings.top_k)
     ms = (time.perf_counter() - started) * 1000
     began = time.perf_counter()  # the judgement alone, again over the same passages
-    if result.hits:
-        index.grounding().judge(result.query, result.hits)
+    verdict = index.grounding().judge(result.query, result.hits) if result.hits else None
     judge_ms = (time.perf_counter() - began) * 1000
     relevant = set(q.get("relevant") or [])
     files = list(dict.fromkeys(hit.source for hit in result.hits))
@@ -169,8 +173,65 @@ def _ask(index, q: dict) -> dict:
         "rank": rank,
         "ms": ms,
         "judge_ms": judge_ms,
+        "signals": _signals(verdict, result.hits),
         "text": result.text[:300],
     }
+
+
+SIGNALS = ("confidence", "similarity", "coverage", "best sentence", "top score")
+
+
+def _signals(verdict, hits) -> list[float]:
+    """What the judgement reads, as numbers a fit can weigh: its scores, then one flag
+    per check that gave a reason."""
+    if verdict is None:
+        return [0.0] * (len(SIGNALS) + len(checks.CHECKS))
+    given = {r.kind for r in verdict.reasons}
+    best = max(verdict.sentences.values(), default=0.0)
+    scores = [verdict.confidence, verdict.similarity, verdict.coverage, best, hits[0].score]
+    return [float(v) for v in scores] + [float(c in given) for c in checks.CHECKS]
+
+
+def fit(rows: list[dict], steps: int = 20000) -> None:
+    """A logistic fit of answerable over the signals, learned on dev; the threshold that
+    declines as many answerable questions on dev as the rules do; then test at it, and
+    each half's AUC (how well the signals could separate the two at any threshold)."""
+    import numpy as np
+
+    def arrays(part):
+        kept = [r for r in rows if r["half"] == part]
+        return np.array([r["signals"] for r in kept]), np.array([r["answerable"] for r in kept])
+
+    (x_dev, y_dev), (x_test, y_test) = arrays("dev"), arrays("test")
+    if len(set(y_dev.tolist())) < 2 or not len(x_test):
+        print("fit: dev needs answerable and unanswerable questions, and test some")
+        return
+    mean, spread = x_dev.mean(0), x_dev.std(0) + 1e-9
+
+    def design(x):
+        return np.c_[(x - mean) / spread, np.ones(len(x))]
+
+    a, weights = design(x_dev), np.zeros(x_dev.shape[1] + 1)
+    for _ in range(steps):
+        p = 1 / (1 + np.exp(-a @ weights))
+        weights -= 0.05 * (a.T @ (p - y_dev) / len(y_dev) + 0.01 * weights)
+    p_dev, p_test = (1 / (1 + np.exp(-design(x) @ weights)) for x in (x_dev, x_test))
+    ruled = [r for r in rows if r["half"] == "dev" and r["answerable"]]
+    allowed = sum(not r["answered"] for r in ruled) / max(1, len(ruled))
+    line = float(np.quantile(p_dev[y_dev == 1], allowed)) if allowed else 0.0
+
+    def auc(p, y):
+        pos, neg = p[y == 1], p[y == 0]
+        return float(np.mean([(a > b) + 0.5 * (a == b) for a in pos for b in neg]))
+
+    for part, p, y in (("dev", p_dev, y_dev), ("test", p_test, y_test)):
+        declined = p < line
+        print(
+            f"fit {part}: AUC {auc(p, y):.3f}, unanswerable declined "
+            f"{declined[y == 0].mean():.3f}, answerable declined {declined[y == 1].mean():.3f}"
+        )
+    names = [*SIGNALS, *checks.CHECKS, "bias"]
+    print("fit weights:", ", ".join(f"{n} {w:+.2f}" for n, w in zip(names, weights, strict=True)))
 
 
 def _print(name: str, part: str, rows: list[dict]) -> None:
@@ -219,7 +280,7 @@ def smoke(tmp: Path) -> None:
     (tmp / "sets" / "tiny" / "queries.jsonl").write_text(lines, encoding="utf-8")
     common = ["--sets", str(tmp / "sets"), "--data", str(tmp / "no-data")]
     common += ["--index-root", str(tmp / "ix")]
-    main([*common, "--dump", str(tmp / "rows.jsonl")])
+    main([*common, "--dump", str(tmp / "rows.jsonl"), "--fit"])
     main([*common, "--without", "neighbour", "--split", "test"])
 
 
