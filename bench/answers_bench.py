@@ -24,7 +24,16 @@ from pathlib import Path
 from askmd import evaluate
 from askmd.answer.citations import CITATION
 from askmd.pipeline import Index
-from bench.common import ANSWER_SETS, ANSWERS, DATA, open_index, tiny_data, tiny_sets
+from bench.common import (
+    ANSWER_SETS,
+    ANSWERS,
+    DATA,
+    half,
+    open_index,
+    rewrapped,
+    tiny_data,
+    tiny_sets,
+)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -38,6 +47,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", type=Path, default=DATA, help="the shared data folder")
     parser.add_argument("--sets", type=Path, default=ANSWERS, help="the folder of the sets")
     parser.add_argument("--mixed", action="store_true", help="one folder of both languages")
+    parser.add_argument("--split", choices=("dev", "test"), help="one half only (by id)")
+    parser.add_argument(
+        "--rewrap", type=int, default=0, help="ask over a copy hard-wrapped at this width"
+    )
     args = parser.parse_args(argv)
     environ = dict(s.split("=", 1) for s in args.setting)
     indexes: dict[str, Index] = {}
@@ -61,9 +74,14 @@ def main(argv: list[str] | None = None) -> None:
         if folder not in indexes:
             ix = args.index_root / folder.replace("/", "-")
             kb = _mixed(args.data, args.index_root) if args.mixed else args.data / folder
+            if args.rewrap:
+                kb = rewrapped(kb, args.rewrap, args.index_root / "notes")
+                ix = ix.with_name(f"{ix.name}-wrapped-{args.rewrap}")
             indexes[folder] = open_index(kb, ix, environ)
         index = indexes[folder]
         queries = evaluate.read_queries(path, answers=True)
+        if args.split:
+            queries = [q for q in queries if half(q.id) == args.split]
         ground = index.grounding()
         k = index.settings.top_k
 
@@ -143,6 +161,8 @@ def smoke(tmp: Path) -> None:
     main(["--data", str(data), "--sets", str(sets),
           "--index-root", str(tmp / "ix"), "--dump", str(tmp / "features.jsonl")])  # fmt: skip
     main(["--data", str(data), "--sets", str(sets), "--index-root", str(tmp / "ix"), "--mixed"])
+    main(["--data", str(data), "--sets", str(sets), "--index-root", str(tmp / "ix"),
+          "--rewrap", "40", "--split", "test"])  # fmt: skip
 
 
 if __name__ == "__main__":

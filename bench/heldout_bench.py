@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
-import hashlib
 import importlib
 import json
 import os
@@ -32,15 +31,10 @@ from pathlib import Path
 from askmd import evaluate
 from askmd.answer import checks
 from askmd.answer.citations import CITATION
-from bench.common import DATA, ROOT, open_index
+from bench.common import DATA, ROOT, half, open_index, rewrapped
 
 HELDOUT = ROOT / "bench" / "heldout"
 SHARED_TEST = ("personal-b",)  # shared sets that are test only: never tuned on
-
-
-def half(qid: str) -> str:
-    """The half a question belongs to, by its id alone: fixed before any tuning."""
-    return "dev" if hashlib.sha256(qid.encode()).digest()[0] < 128 else "test"
 
 
 def sets(data: Path, heldout: Path = HELDOUT) -> list[tuple[str, Path, Path]]:
@@ -78,6 +72,9 @@ def main(argv: list[str] | None = None) -> None:
         "measure it (askmd.answer.checks.neighbour.COVERED=0.6, a word list =[])",
     )
     parser.add_argument(
+        "--rewrap", type=int, default=0, help="ask over a copy hard-wrapped at this width"
+    )
+    parser.add_argument(
         "--fit", action="store_true", help="also fit the signals on dev and report test"
     )
     parser.add_argument(
@@ -101,7 +98,11 @@ def main(argv: list[str] | None = None) -> None:
     for name, notes, path in sets(args.data, args.sets):
         if args.only and args.only not in name:
             continue
-        index = open_index(notes, args.index_root / name, environ)
+        home = args.index_root / name
+        if args.rewrap:
+            notes = rewrapped(notes, args.rewrap, args.index_root / "notes" / name)
+            home = args.index_root / f"{name}-wrapped-{args.rewrap}"
+        index = open_index(notes, home, environ)
         made = index.grounding
 
         margins = {k: float(v) for k, v in (o.split("=", 1) for o in args.override)}
@@ -281,7 +282,7 @@ def smoke(tmp: Path) -> None:
     common = ["--sets", str(tmp / "sets"), "--data", str(tmp / "no-data")]
     common += ["--index-root", str(tmp / "ix")]
     main([*common, "--dump", str(tmp / "rows.jsonl"), "--fit"])
-    main([*common, "--without", "neighbour", "--split", "test"])
+    main([*common, "--without", "neighbour", "--split", "test", "--rewrap", "40"])
 
 
 if __name__ == "__main__":

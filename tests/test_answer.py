@@ -357,6 +357,44 @@ SENTENCES = [
         "The #bread tag marks recipes. See also the budget for 2025.",
         ["The #bread tag marks recipes.", "See also the budget for 2025."],
     ),
+    (
+        "hard-wrapped-paragraph-is-one-text",
+        "Baked two sourdough loaves in the morning. Took the kids to the climbing\n"
+        "gym in the afternoon.",
+        [
+            "Baked two sourdough loaves in the morning.",
+            "Took the kids to the climbing gym in the afternoon.",
+        ],
+    ),
+    (
+        "a-list-item-keeps-its-continuation-lines",
+        "- Cook on medium heat,\n  stirring often.\n- Ordered a\n  new filter.",
+        ["Cook on medium heat, stirring often.", "Ordered a new filter."],
+    ),
+    (
+        "wrapped-at-the-editors-width-before-a-capital",
+        "Afternoon: finally set up the offsite restic backup to the storage box so that\n"
+        "Jellyfin and the photo library are both covered by the nightly snapshot now.",
+        [
+            "Afternoon: finally set up the offsite restic backup to the storage box so that "
+            "Jellyfin and the photo library are both covered by the nightly snapshot now."
+        ],
+    ),
+    (
+        "wrapped-chinese-joins-without-a-space",
+        "红烧肉先焯水再炒糖色，然后加生抽、老抽和料酒，倒入开水没过肉，转\n小火炖 60 分钟。",
+        ["红烧肉先焯水再炒糖色，然后加生抽、老抽和料酒，倒入开水没过肉，转小火炖 60 分钟。"],
+    ),
+    (
+        "short-lines-without-marks-are-lines-of-their-own",
+        "Woke up late\nWent to the gym\n早上跑步\n下午看书",
+        ["Woke up late", "Went to the gym", "早上跑步", "下午看书"],
+    ),
+    (
+        "a-hard-break-keeps-its-line",
+        "Gas leak  \nnumber below\\\nthird line",
+        ["Gas leak", "number below", "third line"],
+    ),
     ("empty", "", []),
     ("code-only", "```\ncode only.\n```", []),
 ]
@@ -422,6 +460,17 @@ def test_extractive_picks_matching_sentences() -> None:
     assert refs == [
         Reference(2, "api.md", "API › Network", 20, 24, "The API listens on port 8420.")
     ]
+
+
+def test_a_hard_wrapped_sentence_is_quoted_whole() -> None:
+    journal = (
+        "Baked two sourdough loaves in the morning. Took the kids to the climbing\n"
+        "gym in the afternoon.\n\n- Cook on medium heat,\n  stirring often."
+    )
+    text, refs = extractive("Where did I take the kids?", [hit(1, journal)])
+    assert text == "- Took the kids to the climbing gym in the afternoon. [1]"
+    assert refs[0].text == "Took the kids to the climbing gym in the afternoon."
+    assert (refs[0].line_start, refs[0].line_end) == (10, 14)  # the passage's lines
 
 
 def test_extractive_matching_sentence_beats_unrelated_one() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from askmd.answer.citations import CODE, neutralise_citations
-from askmd.answer.sentences import FENCE, SKIP_LINE, TABLE_RULE
+from askmd.answer.sentences import FENCE, SKIP_LINE, TABLE_RULE, unwrapped
 
 _INTRODUCES = re.compile(r"[:：]\s*(?:\*\*|__)?\s*$")
 BLOCK_LINES = 12  # an introduced list or code block is shown up to this many lines
@@ -61,6 +61,7 @@ def introduces_nothing(text: str, sentence: str) -> bool:
 def _after(text: str, sentence: str) -> list[str] | None:
     """The lines after the sentence's own, from the first that is not blank; None when
     something else follows the sentence on its line (it does not end it)."""
+    text = unwrapped(text)
     at = text.find(sentence)
     end = text.find("\n", at + len(sentence)) if at >= 0 else -1
     if at < 0 or end < 0 or text[at + len(sentence) : end].strip():

@@ -52,11 +52,12 @@ _LINKS_LINE = re.compile(
 
 
 def sentences(text: str) -> list[str]:
-    """The prose sentences of a passage, verbatim; headings, code, tag and see-also lines,
-    and lines shaped like askmd's own reference list are left out."""
+    """The prose sentences of a passage, verbatim but for the line breaks of a hard-wrapped
+    paragraph (`logical_lines`); headings, code, tag and see-also lines, and lines shaped
+    like askmd's own reference list are left out."""
     out: list[str] = []
     fence = ""  # the open fence's marker; a closer is the same character, at least as long
-    lines = text.splitlines()
+    lines = logical_lines(text)
     after_reference = False
     for i, line in enumerate(lines):
         marker = FENCE.match(line)
@@ -90,6 +91,107 @@ def sentences(text: str) -> list[str]:
             if content_terms(sentence) and not _EMBED_ONLY.match(sentence):
                 out.append(sentence)
     return out
+
+
+# A line that ends with a hard break: two spaces or a backslash.
+_HARD_BREAK = re.compile(r"(?: {2,}|\\)$")
+# A line that ends its sentence, or introduces what follows ("Emergency numbers:").
+_ENDED = re.compile(r"[.!?:。！？：；…]['\"”’)*_~]*$")
+# What continues a sentence: a small word, a number, a closing or joining mark.
+_GOES_ON = re.compile(r"^(?:[a-z]|\d|[,;:.)\]}%–—-]|[，、；：。）」』])")
+_STARTS_CJK = re.compile(r"^[\u3000-\u9fff\uff00-\uffef]")
+# A line at least this share of its paragraph's widest line, in a paragraph at least
+# WIDE columns wide, was wrapped where the writer's editor ran out of room.
+WRAPPED_SHARE = 0.6
+WIDE = 60
+
+
+def logical_lines(text: str) -> list[str]:
+    """The lines of a passage as Markdown shows them: a paragraph's hard-wrapped lines are
+    one line, and so are a list item's (or a quote's) continuation lines. Code, tables,
+    headings and hard breaks keep their lines. Where nothing shows a wrap, a line is left
+    alone: a short line without an end mark, then one with a capital, is a list written
+    without marks ("Woke up late" / "Went to the gym"), as Obsidian shows it.
+    """
+    lines = text.splitlines()
+    out: list[str] = []
+    fence = ""
+    joinable = False  # whether the last line out may take the next one
+    widest = _widths(lines)
+    for i, line in enumerate(lines):
+        marker = FENCE.match(line)
+        if fence or marker:
+            if fence and marker and marker.group(1)[0] == fence[0]:
+                fence = "" if len(marker.group(1)) >= len(fence) else fence
+            elif not fence:
+                fence = marker.group(1)
+            out.append(line)
+            joinable = False
+            continue
+        plain = line.strip()
+        structural = (
+            not plain
+            or SKIP_LINE.match(line)
+            or plain.startswith("|")
+            or TABLE_RULE.match(line)
+            or (i + 1 < len(lines) and TABLE_RULE.match(lines[i + 1]))
+            or _REFERENCE_LINE.match(line)
+        )
+        if structural:
+            out.append(line)
+            joinable = False
+            continue
+        item = LIST_MARK.match(line)
+        quoted = item is not None and item.group().strip() == ">"
+        if joinable and (not item or (quoted and out[-1].lstrip().startswith(">"))):
+            said = line[item.end() :].strip() if item else plain
+            indented = line[: len(line) - len(line.lstrip())] != ""
+            if _continues(lines[i - 1], said, widest[i - 1], indented):
+                out[-1] = _joined(out[-1], _HARD_BREAK.sub("", said))
+                joinable = not _HARD_BREAK.search(line)
+                continue
+        out.append(_HARD_BREAK.sub("", line))
+        joinable = not _HARD_BREAK.search(line) and not _EMBED_ONLY.match(line)
+    return out
+
+
+def unwrapped(text: str) -> str:
+    """The passage with its wrapped lines joined: where a sentence `sentences` gave can be
+    found again."""
+    return "\n".join(logical_lines(text))
+
+
+def _widths(lines: list[str]) -> list[int]:
+    """For each line, the width of the widest line of its paragraph (CJK counts two)."""
+    widths = [len(line.rstrip()) + sum(1 for c in line if _STARTS_CJK.match(c)) for line in lines]
+    out = [0] * len(lines)
+    start = 0
+    for i in range(len(lines) + 1):
+        if i == len(lines) or not lines[i].strip():
+            block = widths[start:i]
+            out[start:i] = [max(block, default=0)] * len(block)
+            start = i + 1
+    return out
+
+
+def _continues(before: str, line: str, widest: int, indented: bool) -> bool:
+    """Whether `line` goes on with the sentence the line `before` it (as written) left
+    open: after an end mark only a small word does ("incl.\nbreakfast")."""
+    before = before.rstrip()
+    if _ENDED.search(before):
+        return line[:1].islower()
+    if indented or _GOES_ON.match(line) or before.endswith((",", "，", "、", "(")):
+        return True
+    width = len(before) + sum(1 for c in before if _STARTS_CJK.match(c))
+    return widest >= WIDE and width >= WRAPPED_SHARE * widest
+
+
+def _joined(before: str, line: str) -> str:
+    """Two wrapped lines as one: a space between words, none between CJK characters."""
+    before = before.rstrip()
+    if _STARTS_CJK.match(before[-1:]) and _STARTS_CJK.match(line):
+        return before + line
+    return f"{before} {line}"
 
 
 # A "." that ends no sentence: an initial after a name or another initial ("Ursula K. Le

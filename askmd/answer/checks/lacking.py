@@ -8,6 +8,7 @@ import itertools
 from askmd.answer import answer_kinds
 from askmd.answer.checks import Evidence, Simple
 from askmd.answer.reasons import Reason
+from askmd.answer.sentences import unwrapped
 
 INTRODUCED_CHARS = 200
 
@@ -28,12 +29,13 @@ def _around(sentences, evidence: Evidence):
     introduces ("Quit picocom:" then `<Ctrl a><Ctrl x>`)."""
     for sentence in sentences:
         for hit in evidence.top:
-            at = hit.text.find(sentence)
+            text = unwrapped(hit.text)
+            at = text.find(sentence)
             if at < 0:
                 continue
             yield from (hit.heading_chain, hit.source, hit.date or "")
             if sentence.rstrip().endswith((":", "：")):
-                after = hit.text[at + len(sentence) :].lstrip()
+                after = text[at + len(sentence) :].lstrip()
                 yield after.split("\n\n", 1)[0][:INTRODUCED_CHARS]
             break
 
