@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -255,6 +256,7 @@ class Index:
                 f"the index folder {self.settings.index_dir} is read-only: it can be searched "
                 "but not updated (make it writable, or point --index-dir at another folder)"
             )
+        started = time.perf_counter()
         if paths is None and not rebuild and not self.has_index():
             found, skipped = self._notes()
             if not found:  # nothing to keep: a folder with no notes leaves no index behind
@@ -263,10 +265,9 @@ class Index:
         # as this folder's before anything is written into it.
         index_home.check_owner(self.settings.index_dir, self.settings.knowledge_dir, rebuild)
         index_home.record_owner(self.settings.index_dir, self.settings.knowledge_dir)
-        auto = vectors is None
         if vectors is None:
             vectors = self._foreground_vectors(paths)
-        with self.writer.turn(queue):
+        with self.writer.turn(queue, on_wait):
             report = indexer.sync(
                 self.settings,
                 self.store,
@@ -285,10 +286,11 @@ class Index:
                     emptying=emptying,
                 ),
             )
-        if auto and vectors is False:  # left to the filler, unless they are few (/reindex)
-            self._fill_few(report, progress, wait, FOREGROUND_CHUNKS_LIVE)
+        # The vectors are the running filler's, a /reindex's too: waiting here for its
+        # group (a model loading) kept the prompt still for 40 s
         if self.filler is not None:
             self.filler.wake()
+        report.seconds = time.perf_counter() - started  # waits for a turn included
         return report
 
     def has_index(self) -> bool:
@@ -305,6 +307,7 @@ class Index:
         progress: indexer.Progress | None,
         wait: float,
         limit: int,
+        on_wait: Callable[[str], None] | None = None,
     ) -> int:
         """Store the missing vectors here and now when at most `limit` wait (seconds of
         embedding), adding what was done to `report`; how many still wait."""
@@ -312,10 +315,11 @@ class Index:
             return 0
         waiting = self.manifest.pending()
         if waiting <= limit and indexer.needs_filling(self.settings, self.manifest):
-            filled = self.sync(progress=progress, wait=wait, vectors=True, windows_too=False)
+            filled = self.sync(
+                progress=progress, wait=wait, on_wait=on_wait, vectors=True, windows_too=False
+            )
             report.chunks_embedded += filled.chunks_embedded
             report.embed_seconds += filled.embed_seconds
-            report.seconds += filled.seconds
             report.warnings.extend(filled.warnings)
             report.chunks_waiting = waiting = filled.chunks_waiting
         return waiting

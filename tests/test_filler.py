@@ -207,3 +207,38 @@ def test_the_multilingual_vectors_are_named_while_they_are_stored(tmp_path: Path
     term.wait("indexed:", timeout=120)
     child.expect(pexpect.EOF)
     assert "multilingual vectors 0/2" in term.screen, term.screen
+
+
+def test_reindex_while_the_filler_stores_a_group_says_so_and_leaves_it_the_vectors(
+    tmp_path: Path,
+) -> None:
+    """/reindex at once on a new index: the filler is storing its first group (a slow
+    server here, a model loading on a laptop). The wait is named after WAIT_NOTICE_SECONDS,
+    and the rebuild leaves the vectors to the filler instead of waiting for it again."""
+    if pexpect is None or not hasattr(pexpect, "spawn"):
+        missing("pexpect (with pty support) is not installed")
+    from tests.openai_server import OpenAIServer
+
+    kb = write_notes(tmp_path / "kb", {f"n{i}.md": f"# N{i}\n\nBin {i} code bn{i}x.\n"
+                                       for i in range(40)})  # fmt: skip
+    with OpenAIServer(dimension=16, latency=0.5) as server:
+        env = clean_env(
+            ASKMD_EMBEDDING_BACKEND="openai", ASKMD_EMBEDDING_MODEL="test-embed",
+            OPENAI_BASE_URL=server.url, OPENAI_API_KEY="k", ASKMD_EMBED_BATCH="2",
+        )  # fmt: skip
+        env.update(TERM="xterm-256color", COLUMNS=str(COLS), LINES=str(ROWS))
+        child = pexpect.spawn(
+            sys.executable,
+            [str(ROOT / "rag.py"), "--knowledge", str(kb), "--index-dir", str(tmp_path / "ix")],
+            env=env, cwd=str(tmp_path), dimensions=(ROWS, COLS), encoding="utf-8", timeout=60,
+        )  # fmt: skip
+        try:
+            term = Term(child)
+            term.wait(PROMPT, timeout=60)
+            shown = term.ask("/reindex")
+            assert "waiting for the vectors being stored in the background" in shown, shown
+            assert re.search(r"rebuilt: 40 files, 40 chunks \(0 embedded, 40 waiting", shown)
+            term.quit_with_eof()
+        finally:
+            if child.isalive():
+                child.terminate(force=True)

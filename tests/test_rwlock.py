@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 from askmd.index.rwlock import ReadWriteLock
 
@@ -118,3 +119,42 @@ def test_the_lock_is_released_when_the_body_raises() -> None:
 
     threading.Thread(target=writer).start()
     assert done.wait(WAIT)
+
+
+def test_a_thread_waiting_for_its_turn_is_seen_and_told_why(monkeypatch) -> None:
+    """A thread kept waiting for its turn (a /reindex while the filler stores a group) is
+    seen by the holder (`wanted`), which lets it in at its next stopping point, and says
+    after WAIT_NOTICE_SECONDS what it waits for, once."""
+    from askmd.index import rwlock
+
+    monkeypatch.setattr(rwlock, "WAIT_NOTICE_SECONDS", 0.05)
+    lock = rwlock.WriterLock(Path("/nonexistent"))
+    said: list[str] = []
+    holding, waiting = threading.Event(), threading.Event()
+    release = threading.Event()
+
+    def holder() -> None:
+        with lock.turn():
+            holding.set()
+            release.wait(WAIT)
+
+    def waiter() -> None:
+        waiting.set()
+        with lock.turn(on_wait=said.append):
+            pass
+
+    threads = [threading.Thread(target=holder), threading.Thread(target=waiter)]
+    threads[0].start()
+    holding.wait(WAIT)
+    assert not lock.wanted
+    threads[1].start()
+    waiting.wait(WAIT)
+    deadline = time.monotonic() + WAIT
+    while not (lock.wanted and said) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert lock.wanted
+    release.set()
+    for t in threads:
+        t.join(WAIT)
+    assert not lock.wanted
+    assert len(said) == 1 and "waiting" in said[0], said

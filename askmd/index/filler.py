@@ -65,6 +65,12 @@ class Filler:
             return "running"
         return f"stopped: {self.error}" if self.error else "stopped"
 
+    def paused(self) -> bool:
+        """Whether to stop at the next group of vectors: on leaving, or when another
+        thread of this process waits to write (a /reindex, a saved note): it should not
+        wait for the filler's whole turn."""
+        return self._stop.is_set() or self.index.writer.wanted
+
     def start(self) -> None:
         self._thread.start()
 
@@ -84,7 +90,7 @@ class Filler:
         failures = 0
         while not self._stop.is_set():
             try:
-                more = self.index.fill_some(GROUP_CHUNKS, self._stop.is_set)
+                more = self.index.fill_some(GROUP_CHUNKS, self.paused)
             except (Busy, IndexBusy):  # another writer (a saved note, another process) first
                 self._stop.wait(BUSY_SECONDS)
                 continue

@@ -82,6 +82,9 @@ class ReadWriteLock:
                 self._cond.notify_all()
 
 
+WAIT_NOTICE_SECONDS = 2.0  # a wait for the writer's turn longer than this is said
+
+
 class WriterLock:
     """The one writer of an index: a turn among this process's threads, then the lock
     file among processes. A thread that holds its turn may take it again, so a change to
@@ -90,17 +93,50 @@ class WriterLock:
     def __init__(self, index_dir: Path) -> None:
         self.index_dir = index_dir
         self._turn = threading.RLock()
+        self._waiting = 0  # threads waiting for their turn
+        self._count = threading.Lock()
+
+    @property
+    def wanted(self) -> bool:
+        """Whether a thread waits for its turn: the background filler, which holds it
+        for a group of notes at a time, lets it in at its next stopping point."""
+        return self._waiting > 0
 
     @contextmanager
-    def turn(self, queue: float | None = None) -> Iterator[None]:
+    def turn(
+        self, queue: float | None = None, on_wait: Callable[[str], None] | None = None
+    ) -> Iterator[None]:
         """This process's turn to write: wait up to `queue` seconds (None: as long as it
-        takes) for another thread's change, then raise Busy."""
-        if not self._turn.acquire(timeout=-1 if queue is None else queue):
-            raise Busy("another change to the notes is still running; try again shortly")
+        takes) for another thread's change, then raise Busy. A wait longer than
+        WAIT_NOTICE_SECONDS is said once through `on_wait`."""
+        if not self._turn.acquire(blocking=False):
+            if queue == 0:
+                raise Busy("another change to the notes is still running; try again shortly")
+            with self._count:
+                self._waiting += 1
+            try:
+                got = self._wait_for_turn(queue, on_wait)
+            finally:
+                with self._count:
+                    self._waiting -= 1
+            if not got:
+                raise Busy("another change to the notes is still running; try again shortly")
         try:
             yield
         finally:
             self._turn.release()
+
+    def _wait_for_turn(self, queue: float | None, on_wait: Callable[[str], None] | None) -> bool:
+        started = time.monotonic()
+        first = WAIT_NOTICE_SECONDS if queue is None else min(queue, WAIT_NOTICE_SECONDS)
+        if self._turn.acquire(timeout=first):
+            return True
+        if on_wait is not None:
+            on_wait("waiting for the vectors being stored in the background to pause…")
+        if queue is None:
+            return self._turn.acquire()
+        left = queue - (time.monotonic() - started)
+        return left > 0 and self._turn.acquire(timeout=left)
 
     @contextmanager
     def holding(

@@ -14,6 +14,7 @@ from askmd.index.manifest import Manifest
 from askmd.index.store import Store
 from askmd.index.vector_writer import (
     EMBED_SLICE,
+    FILLER_SLICE,
     Paused,
     Writer,
     embedding_texts,
@@ -64,13 +65,14 @@ def embed_side(
     )
     missing = sorted((h for h in missing if h in text_of), key=lambda h: len(text_of[h]))
     pause = pause_after(budget, len(missing), stop)
-    for start in range(0, len(missing), EMBED_SLICE):
+    step = EMBED_SLICE if budget is None else FILLER_SLICE
+    for start in range(0, len(missing), step):
         if pause(start):
             raise Paused(start)
         # Named beside the full vectors bar: this second model's work took 40 s of
         # knowledge/'s first start, and the screen sat still through it.
         w.progress.step(f"multilingual vectors {start}/{len(missing)}")
-        part = missing[start : start + EMBED_SLICE]
+        part = missing[start : start + step]
         began = time.perf_counter()
         texts = [text_of[h] for h in part]
         fresh = w.embedder.companion().embed(texts)

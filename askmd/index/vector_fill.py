@@ -19,6 +19,7 @@ from askmd.index.store import Store
 from askmd.index.sync_report import NoProgress, Progress, SyncReport
 from askmd.index.vector_writer import (
     EMBED_SLICE,
+    FILLER_SLICE,
     Paused,
     Writer,
     embedding_texts,
@@ -163,6 +164,8 @@ def _fill_group(
     # progress bar still moves every few calls.
     step = min(max(EMBED_SLICE, int(getattr(embedder, "slice_size", EMBED_SLICE))), SLICE_CAP)
     with_windows = getattr(embedder, "embed_windows", None)  # the local model's, from its run
+    if budget is not None and with_windows is not None:
+        step = FILLER_SLICE
     latin = latin_hashes(rows, set(missing)) if with_windows is not None else set()
     pause = pause_after(budget, len(missing), stop)
     for start in range(0, len(missing), step):

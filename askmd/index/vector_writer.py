@@ -26,6 +26,9 @@ if TYPE_CHECKING:  # embedder and numpy load only when something must be embedde
 # Texts handed to the embedder per call: enough for it to sort by length and batch well,
 # few enough for the progress bar to move every few seconds.
 EMBED_SLICE = 64
+# The background filler's slice of a local model's texts: it asks whether to pause after
+# each, so a /reindex or a saved note waits for one slice, not a whole group.
+FILLER_SLICE = 16
 
 
 @dataclass
