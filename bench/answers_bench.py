@@ -31,6 +31,7 @@ from bench.common import (
     half,
     open_index,
     rewrapped,
+    set_constants,
     tiny_data,
     tiny_sets,
 )
@@ -51,7 +52,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--rewrap", type=int, default=0, help="ask over a copy hard-wrapped at this width"
     )
+    parser.add_argument(
+        "--constant", action="append", default=[], help="MODULE.NAME=VALUE for this run"
+    )
     args = parser.parse_args(argv)
+    set_constants(args.constant)
     environ = dict(s.split("=", 1) for s in args.setting)
     indexes: dict[str, Index] = {}
     dumped = args.dump.open("w", encoding="utf-8") if args.dump else None

@@ -63,6 +63,18 @@ def open_index(kb: Path, ix: Path, environ: dict[str, str] | None = None, **sync
     return index
 
 
+def set_constants(constants: list[str]) -> None:
+    """MODULE.NAME=VALUE (a Python literal): a module's constant for this run, to measure
+    what it earns."""
+    import ast
+    import importlib
+
+    for constant in constants:
+        name, value = constant.split("=", 1)
+        module, attribute = name.rsplit(".", 1)
+        setattr(importlib.import_module(module), attribute, ast.literal_eval(value))
+
+
 def half(qid: str) -> str:
     """The half a question belongs to, by its id alone: fixed before any tuning. Rules
     and cut-offs are chosen on dev; test says whether they stay."""

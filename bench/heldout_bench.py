@@ -19,9 +19,7 @@ ask (search, judgement and answer) and of the judgement alone.
 from __future__ import annotations
 
 import argparse
-import ast
 import dataclasses
-import importlib
 import json
 import os
 import statistics
@@ -31,7 +29,7 @@ from pathlib import Path
 from askmd import evaluate
 from askmd.answer import checks
 from askmd.answer.citations import CITATION
-from bench.common import DATA, ROOT, half, open_index, rewrapped
+from bench.common import DATA, ROOT, half, open_index, rewrapped, set_constants
 
 HELDOUT = ROOT / "bench" / "heldout"
 SHARED_TEST = ("personal-b",)  # shared sets that are test only: never tuned on
@@ -82,10 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     environ = dict(s.split("=", 1) for s in args.setting)
-    for constant in args.constant:
-        name, value = constant.split("=", 1)
-        module, attribute = name.rsplit(".", 1)
-        setattr(importlib.import_module(module), attribute, ast.literal_eval(value))
+    set_constants(args.constant)
     run = [c for c in checks.CHECKS if c not in args.without]
     dumped = args.dump.open("w", encoding="utf-8") if args.dump else None
     print(

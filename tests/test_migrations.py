@@ -137,3 +137,56 @@ def test_an_index_from_before_fields_and_chunk_texts_still_upgrades(release: Pat
         assert index.search(QUESTION, 1)[0].source == "coffee.md"
     finally:
         index.manifest.close()
+
+
+def _rows(db_path: Path, table: str) -> list[tuple]:
+    with sqlite3.connect(db_path) as db:
+        return sorted(db.execute(f"SELECT * FROM {table}"))
+
+
+def test_notes_an_older_askmd_wrote_are_read_again(tmp_path: Path, run_rag) -> None:
+    """An older askmd records a changed note in the tables it knows and leaves the newer
+    ones as they were (here: the days of the chunks, and this code's own hashes, put back
+    as they were before it wrote). The next sync sees it and reads the note again."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    log = kb / "cooking.md"
+    log.write_text("# Cooking\n\n## 2026-11-19\n\nCooked risotto.\n", encoding="utf-8")
+    where = ["--knowledge", str(kb), "--index-dir", str(tmp_path / "ix")]
+    assert run_rag(*where, "index", "--keyword-only").returncode == 0
+    manifest = tmp_path / "ix" / MANIFEST
+    days, kept = _rows(manifest, "chunk_dates"), _rows(manifest, "kept")
+    with log.open("a", encoding="utf-8") as f:
+        f.write("\n## 2026-11-20\n\nCooked ramen with the leftover stock.\n")
+    assert run_rag(*where, "index", "--keyword-only").returncode == 0
+    with sqlite3.connect(manifest) as db:  # as the older writer leaves them
+        for table, rows in (("chunk_dates", days), ("kept", kept)):
+            db.execute(f"DELETE FROM {table}")
+            db.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * len(rows[0]))})", rows)
+
+    synced = run_rag(*where, "index", "--keyword-only")
+    assert synced.returncode == 0, synced.stderr
+    assert "older askmd" in synced.stderr + synced.stdout
+    assert "2026-11-20" in {row[2] for row in _rows(manifest, "chunk_dates")}
+    found = run_rag(*where, "search", "ramen", "--since", "2026-11-20", "--json")
+    assert "ramen" in found.stdout, found.stderr
+    again = run_rag(*where, "index", "--keyword-only")
+    assert "older askmd" not in again.stderr + again.stdout
+
+
+def test_an_index_a_newer_askmd_wrote_is_not_written(tmp_path: Path, run_rag) -> None:
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "a.md").write_text("# A\n\nText.\n", encoding="utf-8")
+    where = ["--knowledge", str(kb), "--index-dir", str(tmp_path / "ix")]
+    assert run_rag(*where, "index", "--keyword-only").returncode == 0
+    with sqlite3.connect(tmp_path / "ix" / MANIFEST) as db:
+        db.execute("INSERT INTO _migrations VALUES ('m999_from_the_future', 'then')")
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('writer', '9.9.9')")
+    before = _rows(tmp_path / "ix" / MANIFEST, "files")
+    (kb / "b.md").write_text("# B\n\nMore.\n", encoding="utf-8")
+    refused = run_rag(*where, "index")
+    assert refused.returncode == 1
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and "askmd 9.9.9" in lines[0], refused.stderr
+    assert _rows(tmp_path / "ix" / MANIFEST, "files") == before

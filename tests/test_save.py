@@ -114,7 +114,13 @@ def test_ask_save_inside_the_knowledge_folder_says_it_will_be_indexed(
 
 
 @pytest.mark.parametrize(
-    "target, said", [(".", "is a folder"), ("a-file/answer.md", "cannot write")]
+    "target, said",
+    [
+        (".", "is a folder"),
+        ("a-file/answer.md", "cannot write"),
+        ("a-file/", "it is a file, not a folder"),
+        ("x" * 300 + ".md", "at most 255"),
+    ],
 )
 def test_ask_save_where_it_cannot_write_is_one_line_and_exit_1(
     tmp_path: Path, run_rag, target: str, said: str
@@ -137,6 +143,26 @@ def test_by_default_answers_go_outside_the_knowledge_folder(tmp_path: Path) -> N
     for inside in (notes, notes / "sub"):  # askmd run from within the notes
         folder = saving.default_folder(notes, cwd=inside)
         assert not folder.resolve().is_relative_to(notes.resolve())
+
+
+def test_names_no_file_can_have_are_refused_in_one_line(index, tmp_path: Path) -> None:
+    result = index.ask("服务监听哪个端口？", [], 5)
+    for target, said in (("a\0b.md", "NUL byte"), ("答" * 90 + ".md", "at most 255")):
+        with pytest.raises(saving.AskmdError, match=said) as raised:
+            saving.save([result], str(tmp_path / target), index.settings)
+        assert "\n" not in str(raised.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_long_chinese_question_saves_again_and_a_slash_names_a_folder(
+    index, tmp_path: Path
+) -> None:
+    result = index.ask("服务监听哪个端口" * 12 + "？", [], 5)
+    kept = [saving.save([result], None, index.settings, folder=tmp_path).path for _ in range(2)]
+    assert kept[0] != kept[1] and all(p.is_file() for p in kept)
+    assert all(len(p.name.encode()) <= saving.NAME_BYTES for p in kept)
+    into = saving.save([result], f"{tmp_path}/newdir/", index.settings).path
+    assert into.parent == tmp_path / "newdir" and into.suffix == ".md"
 
 
 def test_a_saved_answer_never_overwrites_and_names_chinese_questions(index, tmp_path: Path) -> None:

@@ -86,3 +86,43 @@ def test_a_folder_never_indexed_lists_every_note_as_not_indexed_yet(
         ("bread.md", "not indexed yet"), ("guides/ports.md", "not indexed yet"),
     ]  # fmt: skip
     assert not (tmp_path / "ix").exists()  # looking made no index
+
+
+def test_a_closed_pipe_ends_the_listing_quietly(tmp_path: Path) -> None:
+    """`stats --files | head -1`: the reader leaves, and askmd ends without a traceback,
+    with the status a command killed by SIGPIPE has (128 + 13)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, clean_env
+
+    # more than a pipe's buffer (64 KiB) of listing, so askmd is still writing when it closes
+    names = {
+        f"a-note-with-a-rather-long-name-{i:04}.md": f"# N{i}\n\nText {i}.\n" for i in range(3000)
+    }
+    kb = write_notes(tmp_path / "kb", names)
+    where = ["--knowledge", str(kb), "--index-dir", str(tmp_path / "ix")]
+    child = subprocess.Popen(
+        [sys.executable, str(ROOT / "rag.py"), *where, "stats", "--files"],
+        cwd=tmp_path, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert child.stdout.readline()
+    child.stdout.close()  # as `head -1` does
+    err = child.stderr.read().decode()
+    assert child.wait(60) == 141, err
+    assert err == ""
+
+
+def test_a_journal_note_shows_its_day(tmp_path: Path, run_rag) -> None:
+    """The day `search --json` gives a journal note is its DATE in `stats --files`."""
+    kb = write_notes(tmp_path / "kb", {
+        "journal/2026-11-28.md": "# Saturday\n\nPancakes for breakfast.\n",
+        "ideas.md": "# Ideas\n\nA shed for the bikes.\n",
+    })  # fmt: skip
+    where = ["--knowledge", str(kb), "--index-dir", str(tmp_path / "ix")]
+    assert run_rag(*where, "index", "--keyword-only").returncode == 0
+    rows = {r["source"]: r for r in _files(run_rag, where)}
+    assert rows["journal/2026-11-28.md"]["date"] == "2026-11-28"
+    assert rows["ideas.md"]["date"] is None
+    shown = run_rag(*where, "stats", "--files").stdout
+    assert "DATE" in shown and "2026-11-28" in shown.split("journal/")[0].splitlines()[-1]

@@ -36,6 +36,8 @@ from askmd.settings import Settings
 
 FOLDER = "askmd-answers"
 SLUG_CHARS = 60
+SLUG_BYTES = 150  # of a name's 255 (NAME_BYTES): room for the date, "-9999" and ".md"
+NAME_BYTES = 255  # the longest file name ext4, APFS and NTFS take (in bytes, for ext4)
 
 
 @dataclass(frozen=True)
@@ -56,19 +58,48 @@ def slug(question: str) -> str:
     """A file name's words: letters and digits of any script (Chinese kept as it is),
     lower-cased, joined by -."""
     words = re.findall(r"\w+", question.lower())
-    text = "-".join(words).replace("_", "-")[:SLUG_CHARS].strip("-")
-    return text or "answer"
+    text = "-".join(words).replace("_", "-")[:SLUG_CHARS]
+    while len(text.encode("utf-8")) > SLUG_BYTES:  # a Chinese character is three bytes
+        text = text[:-1]
+    return text.strip("-") or "answer"
 
 
-def check_target(target: Path) -> None:
-    """Refuse a target that is a folder before any work is done for it."""
-    if target.is_dir():
-        raise AskmdError(f"{target} is a folder: name a file to save to, e.g. {target}/answer.md")
+def check_target(target: str | Path) -> None:
+    """Refuse a target no file can be written at, before any work is done for it: a NUL
+    byte, a name longer than the file system's NAME_BYTES, a folder named without its
+    trailing "/" (with it, the answer is saved into the folder)."""
+    raw = str(target)
+    if "\0" in raw:
+        raise AskmdError("cannot save: a file name cannot hold a NUL byte")
+    path = Path(raw).expanduser()
+    for part in path.parts:
+        size = len(os.fsencode(part))
+        if size > NAME_BYTES:
+            raise AskmdError(
+                f"cannot save to {part[:40]}…: the name is {size} bytes long, and a file "
+                f"name may have at most {NAME_BYTES}"
+            )
+    try:
+        folder, exists = path.is_dir(), path.exists()
+    except (OSError, ValueError) as exc:
+        raise AskmdError(f"cannot save to {path} ({exc})") from None
+    if _names_folder(raw):
+        if exists and not folder:
+            raise AskmdError(f"cannot save into {path}/: it is a file, not a folder")
+    elif folder:
+        raise AskmdError(
+            f"{path} is a folder: name a file to save to ({path}/answer.md), or end it "
+            f"with / to save into it"
+        )
+
+
+def _names_folder(raw: str) -> bool:
+    return raw.endswith(("/", os.sep))
 
 
 def save(
     answers: list[Answer],
-    target: Path | None,
+    target: str | Path | None,
     settings: Settings,
     model: str | None = None,
     folder: Path | None = None,
@@ -80,13 +111,15 @@ def save(
     if not answers:
         raise AskmdError("nothing to save yet: ask a question first")
     when = when or datetime.datetime.now().astimezone()
-    if target is None:
-        folder = folder or default_folder(settings.knowledge_dir)
-        target = folder / f"{when:%Y-%m-%d}-{slug(answers[0].question)}.md"
+    raw = None if target is None else str(target)
+    if raw is not None:
+        check_target(raw)
+    if raw is None or _names_folder(raw):
+        folder = Path(raw).expanduser() if raw else folder or default_folder(settings.knowledge_dir)
+        path = folder / f"{when:%Y-%m-%d}-{slug(answers[0].question)}.md"
     else:
-        target = target.expanduser()
-        check_target(target)
-    path = _create(target, lambda p: transcript(answers, settings, p, model, when))
+        path = Path(raw).expanduser()
+    path = _create(path, lambda p: transcript(answers, settings, p, model, when))
     inside = _inside(path, settings.knowledge_dir)
     return Saved(path, inside and _is_note(path, settings))
 
@@ -101,7 +134,7 @@ def _create(target: Path, text_for) -> Path:
         raise AskmdError(f"cannot write {target} ({exc.strerror or exc})") from None
     try:
         for n in range(1, 10_000):
-            path = target if n == 1 else target.with_name(f"{target.stem}-{n}{target.suffix}")
+            path = target if n == 1 else target.with_name(_numbered(target, n))
             try:
                 with path.open("x", encoding="utf-8") as f:
                     f.write(text_for(path))
@@ -111,6 +144,14 @@ def _create(target: Path, text_for) -> Path:
     except OSError as exc:
         raise AskmdError(f"cannot write {target} ({exc.strerror or exc})") from None
     raise AskmdError(f"cannot write {target}: every name up to -9999 is taken")
+
+
+def _numbered(target: Path, n: int) -> str:
+    """`name-n.md`, the name cut (at a character) so that it stays within NAME_BYTES."""
+    stem, end = target.stem, f"-{n}{target.suffix}"
+    while stem and len(os.fsencode(stem + end)) > NAME_BYTES:
+        stem = stem[:-1]
+    return stem + end
 
 
 def transcript(

@@ -58,6 +58,14 @@ def of(db: sqlite3.Connection, ids: list[str]) -> dict[str, str]:
     return found
 
 
+def of_sources(db: sqlite3.Connection) -> dict[str, str]:
+    """Each dated file's day: its earliest chunk's (a journal's day; a log's first)."""
+    try:
+        return dict(db.execute("SELECT source, MIN(date) FROM chunk_dates GROUP BY source"))
+    except sqlite3.OperationalError:
+        return {}
+
+
 def between(db: sqlite3.Connection, since: str, until: str, limit: int) -> list[str]:
     """Up to `limit` chunks dated within since..until (both included), by date."""
     try:

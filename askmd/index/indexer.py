@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from askmd.errors import Damaged, IndexBusy  # noqa: F401 - raised by sync; callers catch it here
-from askmd.index import chunk_dates, migrations, prepare
+from askmd.index import chunk_dates, foreign, migrations, prepare
 from askmd.index import embedding_models as models
 from askmd.index.changes import (
     Current,
@@ -137,6 +137,7 @@ def sync(
             same = same and not manifest.packing_due()  # an index from older code packs once
             same = same and not migrations.upgrades_due(manifest)  # ... and is upgraded once
             same = same and not chunk_dates.due(manifest)  # ... and dates its chunks
+            same = same and not foreign.touched(manifest)  # ... and mends an older askmd's
             if same:
                 _vectors_only(run, report)
                 report.seconds = time.perf_counter() - started
@@ -175,7 +176,8 @@ def _under_lock(run: _Run, looked: tuple[SyncReport, int, dict[str, Current]] | 
         with o.commit():
             manifest.finish_load()
     upgrade = migrations.upgrade_index(manifest, o.commit)  # of an index of older code
-    if upgrade.rescan:
+    mended = foreign.mend(manifest, o.commit)  # notes an older askmd wrote since
+    if upgrade.rescan or mended:
         looked, paths = None, None  # notes it made look changed are read again
     known = manifest.files()
     first = not known  # every file is recorded now, its links read by this code
@@ -197,6 +199,11 @@ def _under_lock(run: _Run, looked: tuple[SyncReport, int, dict[str, Current]] | 
             "are removed from the index"
         )
     report.rebuild_reason = reason
+    if mended:
+        report.warnings.append(
+            f"{len(mended):,} notes were written by an older askmd since: read again "
+            "(their dates and window vectors)"
+        )
     if not fresh and manifest.get("gate") == gate(run.fp, current):
         touch(manifest, known, current)
         report.files_unchanged = len(current)

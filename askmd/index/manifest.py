@@ -20,7 +20,7 @@ import weakref
 from pathlib import Path
 
 from askmd.errors import AskmdError
-from askmd.index import migrations
+from askmd.index import foreign, migrations
 from askmd.index.manifest_cache import EmbeddingCache
 from askmd.index.manifest_db import (
     CACHE_KIB,
@@ -41,6 +41,7 @@ from askmd.index.manifest_keywords import (
     chunk_row,
 )
 from askmd.index.manifest_vectors import Pending, VectorMarks
+from askmd.version import __version__
 
 __all__ = [
     "BM25_B", "BM25_K1", "FIELD_WEIGHTS", "FIELDS", "MANIFEST", "ChunkRow", "FileRecord",
@@ -71,7 +72,11 @@ class Manifest(FileRecords, KeywordPostings, VectorMarks, EmbeddingCache):
             # A big page cache: recording a big folder inserts postings all over a B-tree of
             # hundreds of MB, and SQLite's default 2 MB cache makes each insert a page read.
             self.db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+            foreign.refuse_newer(self.db, migrations.known(), __version__)
             self.migrated = migrations.migrate(self.db, self._transaction)
+        except AskmdError:
+            self.close()
+            raise
         except sqlite3.Error as exc:
             self.close()
             raise AskmdError(

@@ -16,6 +16,7 @@ import weakref
 from pathlib import Path
 
 from askmd.errors import AskmdError, DiskFull, disk_full
+from askmd.version import __version__
 
 MANIFEST = "manifest.sqlite3"  # its file name in the index folder
 CACHE_KIB = 256 * 1024  # SQLite's page cache per connection at most (grows only as used)
@@ -88,6 +89,8 @@ class ManifestDB:
             "INSERT INTO meta (key, value) VALUES ('generation', '1') ON CONFLICT (key) "
             "DO UPDATE SET value = CAST(value AS INTEGER) + 1"
         )
+        # which askmd wrote it: a newer index refused by older code names it
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES ('writer', ?)", (__version__,))
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self.db, self.path.parent)

@@ -68,6 +68,7 @@ class FileRecords(ManifestDB):
                     "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)",
                     (rec.source, rec.md5, rec.size, rec.mtime_ns, rec.chunks),
                 )
+                self.db.execute("INSERT OR REPLACE INTO kept VALUES (?, ?)", (rec.source, rec.md5))
                 self.db.execute("INSERT OR REPLACE INTO indexed VALUES (?, ?)", (rec.source, at))
                 self.db.executemany(
                     "INSERT OR REPLACE INTO chunks (id, source, text_hash, text, meta, vector) "
@@ -164,6 +165,10 @@ class FileRecords(ManifestDB):
         """Up to `limit` chunks about a day within since..until (ISO, both included)."""
         return chunk_dates.between(self.db, since, until, limit)
 
+    def dates_of_sources(self) -> dict[str, str]:
+        """Source -> the day its chunks are about (the earliest, for several)."""
+        return chunk_dates.of_sources(self.db)
+
     def chunk_ids(self, source: str) -> dict[str, str]:
         """{chunk id: text hash} of a file's recorded chunks."""
         rows = self.db.execute("SELECT id, text_hash FROM chunks WHERE source = ?", (source,))
@@ -188,6 +193,7 @@ class FileRecords(ManifestDB):
             for source in sources:
                 self.db.execute("DELETE FROM files WHERE source = ?", (source,))
                 self.db.execute("DELETE FROM indexed WHERE source = ?", (source,))
+                self.db.execute("DELETE FROM kept WHERE source = ?", (source,))
                 self.db.execute("INSERT OR IGNORE INTO stale VALUES (?)", (source,))
                 self._drop(source)
             self._bump()
@@ -196,7 +202,7 @@ class FileRecords(ManifestDB):
         """Drop every file; the vector store is emptied by the next filling (`reset`)."""
         with self._transaction():
             for table in ("files", "chunks", "postings", "documents", "links", "stale",
-                          "packed", "packed_gone", "indexed", "chunk_dates"):  # fmt: skip
+                          "packed", "packed_gone", "indexed", "chunk_dates", "kept"):  # fmt: skip
                 self.db.execute(f"DELETE FROM {table}")
             self.db.execute(f"DROP TABLE IF EXISTS {_LOAD}")
             self.db.execute(
@@ -226,6 +232,12 @@ class FileRecords(ManifestDB):
                 part = sources[start : start + 500]
                 self.db.execute(
                     "UPDATE files SET md5 = '', size = -1 WHERE source IN ({})".format(
+                        ",".join("?" * len(part))
+                    ),
+                    part,
+                )
+                self.db.execute(
+                    "UPDATE kept SET md5 = '' WHERE source IN ({})".format(
                         ",".join("?" * len(part))
                     ),
                     part,

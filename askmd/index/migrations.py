@@ -22,7 +22,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from askmd.index import chunk_dates, packed_postings
+from askmd.index import chunk_dates, foreign, packed_postings
 from askmd.index.manifest_keywords import _CJK_TERM, FIELDS
 
 if TYPE_CHECKING:
@@ -141,6 +141,13 @@ def m008_chunk_dates(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
+def m009_kept_hashes(db: sqlite3.Connection) -> None:
+    """This code's own copy of each note's hash (index/foreign.py): where an older askmd
+    writes the files table, the two differ and the note is read again."""
+    db.execute(foreign.KEPT_SQL)
+    db.execute("INSERT OR IGNORE INTO kept SELECT source, md5 FROM files")
+
+
 SCHEMA: list[Callable[[sqlite3.Connection], None]] = [
     m001_tables,
     m002_documents_script_flag,
@@ -150,7 +157,13 @@ SCHEMA: list[Callable[[sqlite3.Connection], None]] = [
     m006_chunks_pending_index,
     m007_indexed_times,
     m008_chunk_dates,
+    m009_kept_hashes,
 ]
+
+
+def known() -> set[str]:
+    """The names of every migration this code has."""
+    return {step.__name__ for step in [*SCHEMA, *INDEX_UPGRADES]}
 
 
 def applied(db: sqlite3.Connection) -> dict[str, str]:

@@ -32,6 +32,7 @@ def files(settings: Settings, manifest: Manifest | None) -> list[dict]:
     known = manifest.files() if manifest is not None else {}
     waiting = manifest.pending_by_source() if manifest is not None else {}
     times = manifest.indexed_at() if manifest is not None else {}
+    days = manifest.dates_of_sources() if manifest is not None else {}
     rows: dict[str, dict] = {}
 
     def row(source: str, status: str) -> None:
@@ -40,7 +41,7 @@ def files(settings: Settings, manifest: Manifest | None) -> list[dict]:
             "source": source,
             "status": status,
             "chunks": rec.chunks if rec else 0,
-            "date": None,
+            "date": days.get(source) if rec else None,
             "indexed_at": times.get(source) if rec else None,
         }
 

@@ -160,7 +160,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     if args.save:
         from askmd.answer import saving
 
-        saving.check_target(Path(args.save).expanduser())  # before the work, not after it
+        saving.check_target(args.save)  # before the work, not after it
     index = Index(settings, loading=console.status)
     with _kept_on_ctrl_c(index):
         report = index.sync_to_read(
@@ -176,11 +176,11 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     else:
         console.show_answer(result)
     if args.save:
-        _save(index, [result], Path(args.save))
+        _save(index, [result], args.save)
     return 130 if result.cancelled else 0
 
 
-def _save(index: Index, answers: list[Answer], target: Path | None) -> None:
+def _save(index: Index, answers: list[Answer], target: str | None) -> None:
     """Keep answers in a Markdown file, and say where (and when it will be indexed)."""
     from askmd.answer import saving
 
@@ -705,6 +705,19 @@ def main(argv: list[str] | None = None, prog: str = "rag.py") -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _reader_left()
+
+
+def _reader_left() -> int:
+    """The reader of stdout left (`stats --files | head`): end quietly, with the status
+    of a command SIGPIPE ended. Python would otherwise report the failed flush of its
+    stdout again on the way out, so stdout points at /dev/null from here."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 128 + 13
 
 
 def _repl():

@@ -180,7 +180,7 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
         talk.last = None
         console.notice("conversation cleared")
     elif word == "/save":
-        _save(index, talk.answers, Path(rest.strip()) if rest.strip() else None)
+        _save(index, talk.answers, rest.strip() or None)
     elif word.startswith("/"):
         raise AskmdError(f"unknown command {word}; /help lists the commands")
     else:
