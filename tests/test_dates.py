@@ -449,3 +449,57 @@ def test_a_weekday_that_recurs_is_no_date(question: str) -> None:
     """A question about what recurs on a weekday ("the Monday standup") asks about no one
     day: read as last Monday, it would leave out the notes of every other day."""
     assert understand(question, TODAY) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "back"),
+    [
+        ("What did I cook fifty-five days ago?", (55, 55)),
+        ("What did I cook twenty-two days ago?", (22, 22)),
+        ("What did I do a hundred and one days ago?", (101, 101)),
+        ("What did I do 120 days ago?", (120, 120)),
+        ("一百零一天前吃了什么？", (101, 101)),
+        ("三十五天前去了哪里？", (35, 35)),
+        ("三四天前做了什么？", (3, 4)),
+        ("七八天前见了谁？", (7, 8)),
+        ("What did I do 2-3 days ago?", (2, 3)),
+        ("What did I do two or three days ago?", (2, 3)),
+    ],
+)
+def test_counts_of_days_ago_are_read_whole(question: str, back: tuple[int, int]) -> None:
+    since = (TODAY - dt.timedelta(days=back[1])).isoformat()
+    until = (TODAY - dt.timedelta(days=back[0])).isoformat()
+    assert understand(question, TODAY) == Period(since, until)
+
+
+@pytest.mark.parametrize(
+    "question", ["一二三天前做了什么？", "What did I do umpteen days ago?", "零天前吃了什么？"]
+)
+def test_a_count_of_days_it_cannot_read_is_no_date(question: str) -> None:
+    """Never 0 days, today: the question is read without a date."""
+    assert understand(question, TODAY) is None
+
+
+@pytest.mark.parametrize("since", ["-5 days ago", "fifty-five days ago!?x", "5 days agox"])
+def test_a_since_with_more_than_a_day_in_it_is_refused(since: str) -> None:
+    from askmd.errors import BadRequest
+    from askmd.search.dates_in_query import parse_day
+
+    with pytest.raises(BadRequest, match="is not a day"):
+        parse_day(since)
+
+
+@pytest.mark.parametrize(
+    ("today", "question"),
+    [
+        (dt.date(1, 1, 1), "What did I do yesterday?"),
+        (dt.date(9999, 12, 31), "What did I do this week?"),
+        (dt.date(1, 1, 5), "What did I do last month?"),
+        (dt.date(1, 1, 5), "去年做了什么？"),
+        (dt.date(1, 1, 5), "What did I do 30 days ago?"),
+        (dt.date(9999, 12, 31), "What did I do last weekend?"),
+    ],
+)
+def test_a_date_out_of_the_calendar_is_no_date(today: dt.date, question: str) -> None:
+    understand(question, today)  # no OverflowError, no ValueError
+    without_dates(question, today)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from askmd.errors import BadRequest
 from askmd.read.dates import MONTH_NAME, MONTHS
+from askmd.search import counts
 
 TODAY = "ASKMD_TODAY"  # fixes "today" (YYYY-MM-DD), for tests and measurements
 
@@ -48,7 +49,9 @@ def parse_day(text: str, what: str = "the date") -> str:
     """A date given by hand (`--since`, `/until`, an API field): ISO, or any spelling
     `understand` reads as one day. Raises BadRequest in one line otherwise."""
     period = understand(text.strip(), today())
-    if period is None or period.since != period.until:
+    # nothing but the day: "-5 days ago" is not 5 days ago
+    left = without_dates(text.strip(), today()) if period is not None else ""
+    if period is None or period.since != period.until or re.search(r"[^\s.,]", left):
         raise BadRequest(f"{what} {text!r} is not a day: give it as YYYY-MM-DD")
     return period.since
 
@@ -120,25 +123,6 @@ _MONTHS = [
 ]
 _YEAR = re.compile(r"(?<![\d/-])(\d{4})(?:\s*年|(?![\d/-]))")
 
-# Counts written as words: "two days ago", "三天前", "十二天前".
-_COUNTS_EN = "two three four five six seven eight nine ten".split()
-_COUNT_EN = "|".join(_COUNTS_EN)
-_DIGITS_ZH = "一二两三四五六七八九十"
-_DIGIT_ZH = {c: i for i, c in enumerate("零一二三四五六七八九")} | {"两": 2}
-
-
-def _count(text: str) -> int:
-    """A count of days as written: digits, an English word, or Chinese numerals up to 99."""
-    if text.isdigit():
-        return int(text)
-    if text.lower() in _COUNTS_EN:
-        return _COUNTS_EN.index(text.lower()) + 2
-    if "十" not in text:
-        return _DIGIT_ZH.get(text, 0)
-    tens, _, ones = text.rpartition("十")
-    return (_DIGIT_ZH.get(tens, 0) if tens else 1) * 10 + _DIGIT_ZH.get(ones, 0)
-
-
 _WEEKDAYS_EN = "monday tuesday wednesday thursday friday saturday sunday".split()
 _WEEKDAYS_ZH = "一二三四五六日"  # 天 is 日
 # A question about the past: "on Monday" then names a day gone by, not what recurs on
@@ -168,12 +152,23 @@ _RELATIVE = [  # (pattern, what) tried in order; longer phrases first
     (re.compile(r"\blast year\b|去年", re.I), "year-1"),
     (re.compile(r"\bthis year\b|今年", re.I), "year0"),
     (
+        # the whole count: "five days ago" inside "fifty-five days ago" is not one
         re.compile(
-            rf"\b(\d{{1,2}}|{_COUNT_EN}) days ago\b|(\d{{1,2}}|[{_DIGITS_ZH}]{{1,3}})\s*天前", re.I
+            rf"(?<![\w-]){counts.RANGE_EN}\s+days?\s+ago\b|(?<![\d-]){counts.NUMBER_ZH}\s*天前",
+            re.I,
         ),
         "days-ago",
     ),
 ]
+
+
+def _within_calendar(kind: str, found: re.Match, today: dt.date) -> tuple[dt.date, dt.date] | None:
+    """`_relative`, or None where the day it names is not in the calendar (yesterday of
+    0001-01-01, this week of 9999-12-31): the question is then read without it."""
+    try:
+        return _relative(kind, found, today)
+    except (OverflowError, ValueError):
+        return None
 
 
 def _relative(kind: str, found: re.Match, today: dt.date) -> tuple[dt.date, dt.date] | None:
@@ -209,8 +204,14 @@ def _relative(kind: str, found: re.Match, today: dt.date) -> tuple[dt.date, dt.d
         day = today - dt.timedelta(days=(today.weekday() - target) % 7 or 7)
         return day, day
     if kind == "days-ago":  # before "day…": "days-ago" starts with it too
-        day = today - dt.timedelta(days=_count(found.group(1) or found.group(2)))
-        return day, day
+        first, second = found.group(1), found.group(2)
+        if first is not None:
+            back = counts.english_range(first, second)
+        else:
+            back = counts.chinese_range(re.sub(r"\s*天前$", "", found.group()))
+        if back is None:  # a count it cannot read is no date, never today
+            return None
+        return today - dt.timedelta(days=back[1]), today - dt.timedelta(days=back[0])
     if kind.startswith("day"):
         day = today + dt.timedelta(days=int(kind[3:]))
         return day, day
@@ -331,7 +332,7 @@ def _read(
                 add(found, (day, day) if day else None)
     for pattern, kind in _RELATIVE:
         for found in pattern.finditer(query):
-            if free(found) and (span := _relative(kind, found, today)) is not None:
+            if free(found) and (span := _within_calendar(kind, found, today)) is not None:
                 add(found, span)
     for found in _YEAR.finditer(query):  # "in 2025": the whole year, when nothing finer
         year = int(found.group(1))
