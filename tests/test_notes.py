@@ -86,6 +86,12 @@ DECODE_CASES = [
         "数据库",
         id="utf16-be-crlf",
     ),
+    pytest.param(
+        codecs.BOM_UTF32_LE + UTF16_TEXT.encode("utf-32-le"), "正文\n", 4, "数据库", id="utf32-le"
+    ),
+    pytest.param(
+        codecs.BOM_UTF32_BE + UTF16_TEXT.encode("utf-32-be"), "正文\n", 4, "数据库", id="utf32-be"
+    ),
     pytest.param(b"", "", 1, None, id="empty-file"),
     pytest.param(b"  \n\t\n", "  \n\t\n", 1, None, id="whitespace-only"),
 ]
@@ -129,11 +135,6 @@ UNREADABLE_CASES = [
         id="png-header",
     ),
     pytest.param(
-        "hi".encode("utf-16-le"),
-        "binary (it contains NUL bytes), not a text note",
-        id="utf16-without-bom",
-    ),
-    pytest.param(
         codecs.BOM_UTF16_LE + b"a\x00b",
         "not valid UTF-16 despite its byte-order mark",
         id="utf16-odd-length",
@@ -149,6 +150,14 @@ UNREADABLE_CASES = [
 @pytest.mark.parametrize(("data", "reason"), UNREADABLE_CASES)
 def test_parse_rejects_what_is_not_a_text_note(data, reason):
     assert unreadable_reason(notes.parse, data, "n.md") == reason
+
+
+def test_utf16_without_its_mark_is_read_and_said():
+    note = notes.parse(UTF16_TEXT.encode("utf-16-le"), "n.md")
+    assert (note.text, note.title) == ("正文\n", "数据库")
+    assert note.warnings == (
+        "not UTF-8, read as UTF-16-LE (the encoding it most surely is); re-save it as UTF-8",
+    )
 
 
 def test_md5_is_of_the_raw_bytes_not_the_decoded_text():

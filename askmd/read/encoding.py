@@ -29,13 +29,18 @@ _C1 = re.compile("[\x80-\x9f\u2028\u2029]")  # a wrong guess, and NEL would spli
 def decoded(data: bytes) -> tuple[str, str | None]:
     """The text of a note's bytes, and the encoding assumed when it was not UTF-8 (None
     when it was); raise Unreadable when it is not UTF-8 and its encoding is not certain."""
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        try:
-            return data.decode("utf-16"), None
-        except UnicodeDecodeError:
-            raise Unreadable("not valid UTF-16 despite its byte-order mark") from None
+    for bom, codec in _MARKED:  # UTF-32's mark begins with UTF-16's: it is looked for first
+        if data.startswith(bom):
+            try:
+                return data[len(bom) :].decode(codec), None
+            except UnicodeDecodeError:
+                name = codec[:6].upper()
+                raise Unreadable(f"not valid {name} despite its byte-order mark") from None
     if b"\x00" in data:
-        raise Unreadable("binary (it contains NUL bytes), not a text note")
+        wide = _unmarked(data)
+        if wide is None:
+            raise Unreadable("binary (it contains NUL bytes), not a text note")
+        return wide
     skip = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     try:
         return data[skip:].decode("utf-8"), None
@@ -47,6 +52,27 @@ def decoded(data: bytes) -> tuple[str, str | None]:
                 f"not UTF-8 (byte 0x{data[offset]:02x} at offset {offset}); re-save it as UTF-8"
             ) from None
         return guess
+
+
+_MARKED = [
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+]
+
+
+def _unmarked(data: bytes) -> tuple[str, str] | None:
+    """(text, encoding) of UTF-16 or UTF-32 saved without a byte-order mark: the one
+    reading whose every character is printable text. Binary data has none."""
+    for codec in ("utf-32-le", "utf-32-be", "utf-16-le", "utf-16-be"):
+        try:
+            text = data.decode(codec)
+        except UnicodeDecodeError:
+            continue
+        if text and all(c.isprintable() or c in "\n\r\t" for c in text):
+            return text, codec.upper()
+    return None
 
 
 def _guess(data: bytes) -> tuple[str, str] | None:
