@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -578,6 +578,7 @@ class Index:
 
         asked = filters.dates() if filters else None
         dated: list[dict | None] = [asked]
+        filters = replace(filters or retriever.Filters(), saved_answers=False)
 
         def search(query: str) -> list[retriever.Hit]:
             named = self.dates_in(query)

@@ -109,7 +109,7 @@ def test_ask_save_inside_the_knowledge_folder_says_it_will_be_indexed(
     shown = run_rag("--knowledge", str(notes), "ask", "Which port?", "--save", "notes/answers/p.md")
     assert shown.returncode == 0, shown.stderr
     assert f"saved to {Path('notes/answers/p.md')}" in shown.stderr
-    assert "inside the knowledge folder: it will be indexed" in shown.stderr
+    assert "inside the knowledge folder: it will be indexed and searched" in shown.stderr
     assert set(links(notes / "answers/p.md")) == {(notes / "guides/ports.md").resolve()}
 
 
@@ -207,3 +207,33 @@ def test_a_note_out_of_reach_is_named_as_text(index, tmp_path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     assert "ops/backups.md" in text
     assert all("backups" not in str(p) for p in links(path))
+
+
+def test_an_answer_saved_among_the_notes_is_searched_but_not_answered_from(
+    tmp_path: Path,
+) -> None:
+    """Saved into the notes folder, an answer is tagged askmd-answer: asked again, the
+    notes it came from are cited, not it (nor a line of its reference list); search and
+    a question with its tag still find it."""
+    from askmd.answer.sentences import sentences
+    from askmd.search.retriever import Filters
+
+    index = synced_index(tmp_path, {
+        "ops/backups.md": "# Backups\n\nA snapshot of the database is taken every night at "
+        "02:00 and kept for 30 days.\n",
+        "bread.md": "# Bread\n\nFeed the starter daily.\n",
+    })  # fmt: skip
+    notes = index.settings.knowledge_dir
+    question = "How long are database snapshots kept?"
+    first = index.ask(question, [], 5)
+    saved = saving.save([first], str(notes / "answers/snapshots.md"), index.settings)
+    assert saved.indexed
+    body = saved.path.read_text("utf-8").split("\n---\n", 1)[1]
+    assert "References:" in body
+    assert not any("›" in s or "(lines" in s for s in sentences(body))
+    index.sync()
+    again = index.ask(question, [], 5)
+    assert [r.source for r in again.references] == ["ops/backups.md"]
+    assert "answers/snapshots.md" in {h.source for h in index.search(question, 5)}
+    tagged = index.ask(question, [], 5, filters=Filters(tags=("askmd-answer",)))
+    assert {r.source for r in tagged.references} == {"answers/snapshots.md"}

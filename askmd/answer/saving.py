@@ -10,8 +10,9 @@ saved answer there would be indexed and quoted back as a source for the next ans
 an answer citing an answer. When askmd runs from inside the knowledge folder, that
 folder would be inside it too, so the answers go to `askmd-answers/` under the data
 home instead (next to the indexes, never in them: removing an index keeps them). A file
-named by hand goes where it is named, inside the knowledge folder too, and the caller
-is told it will be indexed.
+named by hand goes where it is named, inside the knowledge folder too: its front matter
+tags it askmd-answer, which search finds and answers leave out (retriever.Filters), so
+the notes it quotes stay the sources. A name ending in / is a folder to save into.
 
 A file is never overwritten: a name taken gets -2, -3, ... (created exclusively, so two
 saves at once cannot pick the same one).
@@ -32,6 +33,7 @@ from askmd.answer.result import Answer
 from askmd.errors import AskmdError
 from askmd.index import index_home
 from askmd.read import notes
+from askmd.search.retriever import SAVED_ANSWER
 from askmd.settings import Settings
 
 FOLDER = "askmd-answers"
@@ -165,8 +167,9 @@ def transcript(
     when = when or datetime.datetime.now().astimezone()
     used = model if model and any(a.mode == "llm" for a in answers) else "extractive"
     knowledge = settings.knowledge_dir.resolve()
+    # the tag keeps it out of answers, were it saved among the notes (retriever.Filters)
     matter = {"date": when.isoformat(timespec="seconds"), "model": used,
-              "knowledge_folder": str(knowledge)}  # fmt: skip
+              "knowledge_folder": str(knowledge), "tags": [SAVED_ANSWER]}  # fmt: skip
     lines = ["---", *(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in matter.items())]
     lines += ["---", "", f"# {_one_line(answers[0].question)}", ""]
     for a in answers:

@@ -29,10 +29,13 @@ _EMBED_ONLY = re.compile(r"^(?:!\[\[[^\]]*\]\]|!\[[^\]]*\]\([^)]*\)|\s)+$")
 # A line shaped like askmd's own reference line ("[1] notes/a.md › Heading (lines 3–5)",
 # or "(1) …", as a note's own brackets are shown), and the quoted fragment under it: a
 # note holding them mimics an answer; quoting them would pass its words off as cited.
+# A saved answer (answer/saving.py) lists them as "- [1] [a.md](a.md) › Heading (lines 3–5)"
+# with "  > the fragment" under each.
 _REFERENCE_LINE = re.compile(
-    r"^\s*[\[(（［【]\s*\d+\s*[\])）］】]\s+\S.*?(?:›|\((?:lines?|p\.)\s*\d+[^)]*\))"
+    r"^\s*(?:[-*+]\s+)?[\[(（［【]\s*\d+\s*[\])）］】]\s+\S.*?"
+    r"(?:›|\((?:lines?|p\.)\s*\d+[^)]*\))"
 )
-_FRAGMENT_LINE = re.compile(r'^\s*["“「『].*["”」』]\s*$')
+_FRAGMENT_LINE = re.compile(r'^\s*(?:["“「『].*["”」』]|>\s.*)\s*$')
 
 # Lines that point rather than say: a note's tags ("tags: #bread", "#incident #postgres")
 # and its links onward ("See also [[Budget]].", "相关笔记：[[预算]]、[[税]]"). Quoted as an

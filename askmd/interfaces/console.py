@@ -475,9 +475,11 @@ def saved(kept) -> None:
     """Where an answer was kept, on stderr (stdout may be JSON)."""
     err.print(escape(clean(f"saved to {kept.path}")), soft_wrap=True)
     if kept.indexed:
-        warning(
-            "the file is inside the knowledge folder: it will be indexed, and a source for "
-            "the next answers"
+        err.print(
+            "[dim]the file is inside the knowledge folder: it will be indexed and searched, "
+            "but not answered from (its tag askmd-answer keeps it out; ask with --tag "
+            "askmd-answer to use it)[/dim]",
+            soft_wrap=True,
         )
 
 

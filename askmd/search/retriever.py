@@ -135,6 +135,9 @@ def _page(value: object) -> int | None:
     return None if value is None else int(value)  # type: ignore[arg-type]
 
 
+SAVED_ANSWER = "askmd-answer"  # the tag of an answer askmd saved (answer/saving.py)
+
+
 @dataclass(frozen=True)
 class Filters:
     """Optional limits on what a search may return."""
@@ -146,6 +149,9 @@ class Filters:
     # open): undated chunks are left out too, since the user asked for dates.
     since: str = ""
     until: str = ""
+    # Answers askmd saved into the notes (tagged SAVED_ANSWER): searched, but not answered
+    # from unless their tag is asked for: quoting them would crowd out the notes they cite.
+    saved_answers: bool = True
 
     @property
     def period(self) -> Period | None:
@@ -164,10 +170,11 @@ class Filters:
     def allows(self, metadata: dict) -> bool:
         if self.source and not notes.matches(str(metadata.get("source", "")), (self.source,)):
             return False
-        if self.tags:
-            have = [t for t in str(metadata.get("tags", "")).split(",") if t]
-            if not all(vault.tag_matches(t, have) for t in self.tags):
-                return False
+        have = [t for t in str(metadata.get("tags", "")).split(",") if t]
+        if self.tags and not all(vault.tag_matches(t, have) for t in self.tags):
+            return False
+        if not self.saved_answers and SAVED_ANSWER in have and SAVED_ANSWER not in self.tags:
+            return False
         level = int(metadata.get("heading_level", 0) or 0)
         return not self.heading_level or level <= self.heading_level
 
