@@ -83,6 +83,57 @@ def main(argv: list[str] | None = None) -> None:
                 flush=True,
             )
         grounding.SUPPORT_MARGIN, grounding.ANOTHER_SAYS_IT = chosen
+        changed(name, ground, found)
+
+
+_SWAP = {"minutes": "hours", "minute": "hour", "hours": "days", "hour": "day", "days": "weeks",
+         "day": "week", "weeks": "months", "week": "month", "months": "years",
+         "month": "year", "years": "decades", "year": "decade", "seconds": "minutes",
+         "second": "minute", "MB": "GB", "GB": "TB", "KB": "MB", "daily": "weekly",
+         "weekly": "monthly", "monthly": "yearly", "分钟": "小时", "小时": "天", "天": "周",
+         "周": "月", "月": "年"}  # fmt: skip
+_NEGATE = [(" is ", " is not "), (" are ", " are not "), (" can ", " cannot "),
+           (" will ", " will not "), (" does ", " does not "), (" must ", " must not "),
+           ("是", "不是"), ("会", "不会"), ("能", "不能"), ("可以", "不可以")]  # fmt: skip
+
+
+def mutants(sentence: str) -> list[tuple[str, str]]:
+    """(kind, the sentence with one thing changed): its first number, unit or period,
+    or a negation added."""
+    import re
+
+    out = []
+    number = re.search(r"(?<![\w.])\d+", sentence)
+    if number:
+        bumped = str(int(number.group()) + 1)
+        out.append(("number", sentence[: number.start()] + bumped + sentence[number.end() :]))
+    for unit, other in _SWAP.items():
+        at = re.search(rf"(?<![A-Za-z]){re.escape(unit)}(?![A-Za-z])", sentence)
+        if at:
+            out.append(("unit", sentence[: at.start()] + other + sentence[at.end() :]))
+            break
+    for said, negated in _NEGATE:
+        if said in sentence:
+            out.append(("negation", sentence.replace(said, negated, 1)))
+            break
+    return out
+
+
+def changed(name: str, ground, found) -> None:
+    """Claims that copy the passage's sentence with one thing changed, cited to it: the
+    share flagged, by kind; and the copy itself, unchanged (a right claim)."""
+    from askmd.answer.sentences import sentences
+
+    flagged: dict[str, list[bool]] = {"number": [], "unit": [], "negation": [], "copy": []}
+    for gold, hits, right, _ in found:
+        said = next((x for x in sentences(hits[right - 1].text) if gold[:40] in x), None)
+        if said is None:
+            continue
+        flagged["copy"].append(right in ground.unsupported({right: [said]}, hits))
+        for kind, claim in mutants(said):
+            flagged[kind].append(right in ground.unsupported({right: [claim]}, hits))
+    row = " | ".join(f"{k} {_share(v):.3f} ({len(v)})" for k, v in flagged.items())
+    print(f"| {name} | one thing changed, flagged: {row} | | | | |", flush=True)
 
 
 def _share(flags: list[bool]) -> float:

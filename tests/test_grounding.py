@@ -237,6 +237,24 @@ def test_the_neighbour_s_fact_cited_to_the_wrong_passage_is_flagged(index) -> No
     assert index.grounding().unsupported({metrics: [claim]}, hits) == []
 
 
+@pytest.mark.parametrize(
+    ("claim", "flagged"),
+    [
+        ("A snapshot of the database is taken every night at 02:00 and kept for 31 days.", True),
+        ("A snapshot of the database is taken every night at 02:00 and kept for 30 weeks.", True),
+        ("A snapshot of the database is never taken at night.", True),
+        ("A snapshot of the database is taken every night at 02:00 and kept for 30 days.", False),
+        ("The database is snapshotted nightly at 2:00 and kept for thirty days.", False),
+    ],
+)
+def test_a_claim_with_one_thing_changed_is_flagged(index, claim: str, flagged: bool) -> None:
+    """A number, a unit or period, or a negation the passage does not have: meaning alone
+    reads such a claim as close to the passage as its copy."""
+    hits = index.search("How long are database snapshots kept?", 5)
+    n = next(i for i, h in enumerate(hits, 1) if h.source == "ops/backups.md")
+    assert (n in index.grounding().unsupported({n: [claim]}, hits)) is flagged
+
+
 def ask_a_model(run_rag, kb: Path, reply: str, question: str) -> tuple[dict, str, int]:
     """`ask QUESTION --json`, then `ask QUESTION`, with a scripted model that streams
     `reply` ({ports}: the number the prompt gave ops/ports.md): the JSON, what the

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from askmd.answer import checks, dated
 from askmd.answer.checks import Evidence
+from askmd.answer.contradiction import contradicts
 from askmd.answer.question import Question
 from askmd.answer.reasons import Reason, ReasonViews
 from askmd.index import embedding_models as models
@@ -371,7 +372,10 @@ class Grounding:
             own = float(best[n - 1])
             others = max((float(v) for i, v in enumerate(best) if i != n - 1), default=-1.0)
             alone = combined(own, self.coverage(claim, hits[n - 1]), line) < SUPPORTED
-            if alone or others - own > ANOTHER_SAYS_IT:
+            mine = [column for column, i in enumerate(owner) if i == n - 1]
+            closest = texts[max(mine, key=lambda column: cosines[row, column])]
+            changed = contradicts(claim, _headed(hits[n - 1]), closest)
+            if alone or others - own > ANOTHER_SAYS_IT or changed:
                 found.append(n)
         return sorted(found, key=lambda n: list(claims).index(n))
 
