@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from askmd import wording
 from askmd.answer.limits import MAX_QUESTION_CHARS
 from askmd.answer.result import Answer, Turn
 from askmd.errors import AskmdError, BadRequest, IndexReplaced, NotFound
@@ -451,7 +452,7 @@ class Index:
             if waiting and not background and self.filler is None:
                 warn(
                     f"{waiting:,} chunks wait for their vectors: ranking by keyword until "
-                    "python rag.py index (or the REPL, or serve) has stored them"
+                    f"{wording.command('index')} (or the REPL, or serve) has stored them"
                 )
         except indexer.IndexBusy as exc:
             warn(f"pid {exc.holder} is updating the index; answering from the index as it is")

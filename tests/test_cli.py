@@ -431,3 +431,14 @@ def test_outside_the_repository_a_missing_knowledge_folder_says_knowledge(tmp_pa
         "error: the knowledge folder knowledge does not exist: create it, or point "
         "ASKMD_KNOWLEDGE_DIR or --knowledge at your notes\n"
     )
+
+
+def test_messages_name_commands_as_the_user_started_askmd(tmp_path: Path) -> None:
+    """Run as `python -m askmd` (or `askmd`), a message that names a command to run names
+    it that way, not as rag.py."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "a.md").write_text("# A\n\nText.\n", encoding="utf-8")
+    result = run_module("--knowledge", str(kb), "ask", "   ", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "python -m askmd ask" in result.stderr and "rag.py" not in result.stderr

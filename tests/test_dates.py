@@ -503,3 +503,23 @@ def test_a_since_with_more_than_a_day_in_it_is_refused(since: str) -> None:
 def test_a_date_out_of_the_calendar_is_no_date(today: dt.date, question: str) -> None:
     understand(question, today)  # no OverflowError, no ValueError
     without_dates(question, today)
+
+
+@pytest.mark.parametrize(
+    ("given", "end", "day"),
+    [
+        ("last week", "since", "2026-03-09"),
+        ("last week", "until", "2026-03-15"),
+        ("上个月", "since", "2026-02-01"),
+        ("last month", "until", "2026-02-28"),
+        ("yesterday", "until", "2026-03-17"),
+        ("fifty-five days ago", "since", "2026-01-22"),
+    ],
+)
+def test_a_period_given_to_since_or_until_is_its_first_or_last_day(
+    given: str, end: str, day: str, monkeypatch
+) -> None:
+    from askmd.search.dates_in_query import parse_day
+
+    monkeypatch.setenv("ASKMD_TODAY", TODAY.isoformat())
+    assert parse_day(given, end) == day

@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from askmd import wording
 from askmd.index.manifest import FileRecord, Manifest
 from askmd.index.sync_report import SyncReport
 from askmd.read import notes, vault
@@ -76,7 +77,7 @@ def kept_all(
     report.kept_all = (
         f"the knowledge folder {root} {what}: the index keeps its {len(known):,} notes "
         "(if the folder was moved, put it back; to remove them all from the index, run "
-        "python rag.py index)"
+        f"{wording.command('index')})"
     )
     report.warnings.append(report.kept_all)
     report.files_deleted = report.files_added = report.files_changed = 0

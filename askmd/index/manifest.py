@@ -19,6 +19,7 @@ import sqlite3
 import weakref
 from pathlib import Path
 
+from askmd import wording
 from askmd.errors import AskmdError
 from askmd.index import foreign, migrations
 from askmd.index.manifest_cache import EmbeddingCache
@@ -81,7 +82,7 @@ class Manifest(FileRecords, KeywordPostings, VectorMarks, EmbeddingCache):
             self.close()
             raise AskmdError(
                 f"the index manifest {path} cannot be opened ({exc}). Delete the index "
-                "folder and run python rag.py index again."
+                f"folder and run {wording.command('index')} again."
             ) from None
 
     def record_upgrades(self, names: list[str]) -> None:

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 
+from askmd import wording
 from askmd.errors import AskmdError, Damaged, DiskFull, IndexBusy, disk_full
 from askmd.index.embedding_models import collection_name
 from chunker import Chunk
@@ -664,7 +665,7 @@ class Store:
             first = str(exc).strip().splitlines()[0].rstrip(" :.")
             return Damaged(
                 f"the index at {self.where} is damaged ({first}). Rebuild it with: "
-                "python rag.py index --rebuild (cached embeddings make it quick)",
+                f"{wording.command('index --rebuild')} (cached embeddings make it quick)",
                 cause=first,
             )
         return AskmdError(_explain(self.where, exc))
@@ -735,5 +736,5 @@ def _explain(where: str, exc: BaseException) -> str:
         )
     return (
         f"the index at {where} cannot be used: {first}{end}"
-        "Rebuild it with: python rag.py index --rebuild"
+        f"Rebuild it with: {wording.command('index --rebuild')}"
     )

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import chunker
-from askmd import pipeline
+from askmd import pipeline, wording
 from askmd.answer.result import Answer
 from askmd.errors import AskmdError
 from askmd.index import index_home
@@ -120,7 +120,7 @@ def stream_answer(pieces: Iterator[str], sources: int) -> str:
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     """Sync, then show the chunks nearest to a query."""
     if not args.query.strip():  # as `ask` and the API say: an empty query finds nothing
-        raise AskmdError('the query is empty: python rag.py search "metrics port"')
+        raise AskmdError(f'the query is empty: {wording.command("search")} "metrics port"')
     pipeline.check_question(args.query, "the query")  # before any indexing, as below
     filters = _filters(args)  # a bad filter is reported before any indexing
     index = Index(settings)
@@ -154,7 +154,9 @@ def _unknown_tag(index: Index, wanted: tuple[str, ...]) -> str:
 def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     """Sync, then answer one question with cited sources."""
     if not args.question.strip():
-        raise AskmdError('the question is empty: python rag.py ask "what port does the API use?"')
+        raise AskmdError(
+            f'the question is empty: {wording.command("ask")} "what port does the API use?"'
+        )
     pipeline.check_question(args.question)
     filters = _filters(args)
     if args.save:
@@ -323,7 +325,8 @@ def cmd_indexes(args: argparse.Namespace, settings: Settings) -> int:
               f"{_megabytes(i['bytes'])}, last used {used}")  # fmt: skip
     missing = sum(not i["exists"] for i in found)
     total = _megabytes(sum(i["bytes"] for i in found))
-    hint = f"; {missing} of a missing folder (rag.py indexes remove --missing)" if missing else ""
+    remove = wording.command("indexes remove --missing")
+    hint = f"; {missing} of a missing folder ({remove})" if missing else ""
     print(f"{_plural(len(found), 'index', 'indexes')}, {total}{hint}")
     return 0
 
@@ -339,7 +342,7 @@ def _remove_indexes(args: argparse.Namespace) -> int:
         if not chosen:
             raise AskmdError(
                 f"no index of {Path(args.folder).expanduser().resolve()} in "
-                f"{index_home.indexes_home()} (rag.py indexes lists them)"
+                f"{index_home.indexes_home()} ({wording.command('indexes')} lists them)"
             )
     refused: AskmdError | None = None
     for i in chosen:
@@ -679,6 +682,7 @@ def _add_indexes_command(commands) -> None:
 
 def main(argv: list[str] | None = None, prog: str = "rag.py") -> int:
     args = build_parser(prog).parse_args(argv)
+    wording.started_as = "python rag.py" if prog == "rag.py" else prog
     try:
         overrides = {
             "knowledge_dir": Path(args.knowledge) if args.knowledge else None,

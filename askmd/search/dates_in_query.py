@@ -47,13 +47,16 @@ def today() -> dt.date:
 
 def parse_day(text: str, what: str = "the date") -> str:
     """A date given by hand (`--since`, `/until`, an API field): ISO, or any spelling
-    `understand` reads as one day. Raises BadRequest in one line otherwise."""
+    `understand` reads, nothing else with it ("-5 days ago" is not 5 days ago). A period
+    ("last week", 上个月) gives its first day to "since", its last to "until". Raises
+    BadRequest in one line otherwise."""
     period = understand(text.strip(), today())
-    # nothing but the day: "-5 days ago" is not 5 days ago
     left = without_dates(text.strip(), today()) if period is not None else ""
-    if period is None or period.since != period.until or re.search(r"[^\s.,]", left):
+    if period is None or re.search(r"[^\s.,]", left):
         raise BadRequest(f"{what} {text!r} is not a day: give it as YYYY-MM-DD")
-    return period.since
+    if period.since == period.until or what in ("since", "until"):
+        return period.until if what == "until" else period.since
+    raise BadRequest(f"{what} {text!r} is a period, not a day: give it as YYYY-MM-DD")
 
 
 def _day(year: int, month: int, day: int) -> dt.date | None:
