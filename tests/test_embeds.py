@@ -120,3 +120,22 @@ def test_debug_lists_where_a_hit_is_shown(index):
     finally:
         console.out.width = width
     assert "shown in Guide.md:7" in captured.get()
+
+
+def test_debug_at_110_columns_breaks_no_path_inside_a_word() -> None:
+    from askmd.search.retriever import Hit
+
+    hits = [
+        Hit(n, 0.9 - n / 10, f"c{n}", f"projects/homelab/backups/offsite-restic-hetzner-{n}.md",
+            "Backups > Offsite", 1, 9, "Set up the offsite restic backup to the storage box. " * 3)
+        for n in (1, 2, 3)
+    ]  # fmt: skip
+    width, console.out.width = console.out.width, 110
+    try:
+        with console.out.capture() as captured:
+            console.show_debug(hits, "offsite backup")
+    finally:
+        console.out.width = width
+    shown = captured.get()
+    for n in (1, 2, 3):
+        assert f"projects/homelab/backups/offsite-restic-hetzner-{n}.md" in shown, shown

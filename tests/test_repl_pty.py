@@ -288,3 +288,15 @@ def test_up_arrow_recalls_the_last_question_and_history_is_saved(repl, tmp_path:
     history = tmp_path / "ix" / "history"
     assert history.is_file()
     assert question in history.read_text(encoding="utf-8")
+
+
+def test_sources_after_debug_shows_what_debug_found(repl) -> None:
+    term = repl(ChatScript(ANSWER))
+    term.ask("Which port does the API listen on?")
+    before = term.ask("/sources")
+    assert "Ports (lines 1–3)" in before.split("[2]")[0], before
+    debugged = term.ask("/debug which metrics")
+    assert "Metrics" in debugged.split("│ 2 │")[0], debugged
+    shown = term.ask("/sources")
+    assert "Ports > Metrics (lines 5–7)" in shown.split("[2]")[0], shown
+    term.quit_with_eof()

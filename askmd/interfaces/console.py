@@ -327,7 +327,10 @@ def show_debug(hits, query: str, backlinks: dict[str, int] | None = None) -> Non
     table = Table(title=f"retrieved for {clean(query)!r}", title_justify="left", expand=True)
     table.add_column("#", style=CITATION_STYLE, justify="right", no_wrap=True)
     table.add_column("score", style="magenta", justify="right", no_wrap=True)
-    table.add_column("source › heading chain", ratio=2, overflow="fold")
+    # as wide as the longest path (up to half the screen): a path cut at its hyphens
+    # reads as two
+    widest = min(max(len(clean(hit.source)) for hit in hits), max(20, out.width // 2))
+    table.add_column("source › heading chain", overflow="fold", width=max(widest, 24))
     table.add_column("lines", style="green", no_wrap=True)
     backlinks = backlinks or {}
     # Tags and inbound links only where the notes have them: a plain folder keeps its room.

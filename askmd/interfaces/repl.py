@@ -51,6 +51,8 @@ class Conversation:
     answers: list[Answer] = field(default_factory=list)  # all shown, for /save
     since: str = ""  # /since and /until: the days every question is limited to
     until: str = ""
+    # what /sources shows: the passages of the last answer or /debug, whichever came last
+    sources: tuple[str, list] | None = None
 
     def filters(self) -> retriever.Filters | None:
         return pipeline.filters(None, None, since=self.since, until=self.until)
@@ -162,6 +164,7 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
         )
         _show_dates(index.dates_in(query), filters)
         console.show_debug(hits, query, index.backlinks())
+        talk.sources = (query, hits)
         if hits:
             console.show_verdict(index.grounding().judge(query, hits))
     elif word == "/related":
@@ -169,15 +172,15 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
             raise AskmdError("/related needs a note, e.g. /related Ideas/Garden.md")
         console.show_related(index.related(rest.strip()))
     elif word == "/sources":
-        if talk.last is None:
+        if talk.sources is None:
             raise AskmdError("no answer yet: ask a question first")
-        console.show_hits(talk.last.hits, talk.last.query, full=True)
+        console.show_hits(talk.sources[1], talk.sources[0], full=True)
     elif word in ("/since", "/until"):
         _limit_dates(talk, word[1:], rest.strip())
     elif word == "/clear":
         talk.turns.clear()
         talk.answers.clear()
-        talk.last = None
+        talk.last = talk.sources = None
         console.notice("conversation cleared")
     elif word == "/save":
         _save(index, talk.answers, rest.strip() or None)
@@ -188,6 +191,7 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
         result = _ask_in_repl(index, talk, line)
         console.show_answer(result, hint=talk.last is None)
         talk.last = result
+        talk.sources = (result.query, result.hits)
         talk.answers.append(result)
         if result.cancelled:  # a cut-off answer is shown, not built upon
             return None
