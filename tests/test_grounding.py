@@ -285,6 +285,25 @@ def test_ask_with_a_model_flags_a_wrong_citation_and_keeps_the_sentence(run_rag,
     assert "(this passage does not say this)" in shown
 
 
+def test_a_model_s_own_reference_list_and_an_answer_none_of_whose_citations_hold(
+    run_rag, kb: Path
+) -> None:
+    """A small local model invents a file in a reference list of its own, and cites the
+    passage for what it does not say: askmd's checked list stands alone, and the answer
+    itself says it is unsupported (not only a warning on stderr)."""
+    found, shown, _ = ask_a_model(
+        run_rag,
+        kb,
+        "The API never listens on any port [{ports}].\n\nReferences:\n"
+        "[{ports}] homelab/backoffit-souder.md › Backups",
+        "Which port does the API listen on?",
+    )
+    assert "backoffit-souder" not in found["answer"] and "backoffit-souder" not in shown
+    assert found["answer"].startswith("*Unsupported: none of the passages")
+    assert "Unsupported: none of the passages" in shown
+    assert [r["source"] for r in found["references"]] == ["ops/ports.md"]
+
+
 def test_ask_with_a_model_keeps_right_citations_unflagged(run_rag, kb: Path) -> None:
     found, shown, _ = ask_a_model(
         run_rag,

@@ -29,6 +29,32 @@ class CitationCheck:
     invalid: list[int]  # numbers outside 1..k, in order of first appearance
 
 
+# A reference list a model writes under its answer ("References:", "[1] notes/a.md"):
+# askmd shows its own, checked one; the model's may name files that do not exist.
+_OWN_LIST_HEAD = re.compile(
+    r"^\s*(?:#+\s*)?[*_]*(?:references?|sources?|citations?|参考(?:资料|文献)?|来源|引用)[*_]*"
+    r"\s*[:：]?\s*$",
+    re.I,
+)
+_OWN_LIST_LINE = re.compile(
+    r"^\s*(?:[-*+]\s+)?(?:\[\d+\]|【\d+】|［\d+］)[:：]?\s+\S*"
+    r"(?:\.(?:md|markdown|txt|pdf|docx?|html?)\b|\s›\s)",
+    re.I,
+)
+
+
+def without_reference_list(text: str) -> str:
+    """The answer without the reference list a model wrote itself: its lines that give a
+    citation number a file ("[1] homelab/backup.md › Restic"), and the heading above them."""
+    lines = text.split("\n")
+    kept = [line for line in lines if not _OWN_LIST_LINE.match(line)]
+    if len(kept) == len(lines):
+        return text
+    while kept and (not kept[-1].strip() or _OWN_LIST_HEAD.match(kept[-1])):
+        kept.pop()
+    return "\n".join(kept)
+
+
 def check_citations(text: str, k: int) -> CitationCheck:
     """Keep citations of sources 1..k, drop the rest; code spans are left alone.
 

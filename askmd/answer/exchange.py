@@ -15,7 +15,7 @@ from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from askmd.answer.citations import CITATION, check_citations
+from askmd.answer.citations import CITATION, check_citations, without_reference_list
 from askmd.answer.extractive import NOTHING_FOUND, extractive
 from askmd.answer.followup import resolve
 from askmd.answer.prompt import build_messages
@@ -151,7 +151,7 @@ def _generate(result: Answer, chat: Chat, show: Callable | None) -> None:
             "the LLM replied with no text (a reasoning model may need a higher "
             "ASKMD_LLM_MAX_TOKENS, or choose another model)."
         )
-    checked = check_citations(raw.strip(), len(result.hits))
+    checked = check_citations(without_reference_list(raw.strip()), len(result.hits))
     result.text = checked.text
     result.citations, result.invalid_citations = checked.cited, checked.invalid
     result.references = references(checked.text, checked.cited, result.hits)
@@ -198,6 +198,13 @@ def says_unanswered(reply: str) -> bool:
     return bool(_UNANSWERED.search(first))
 
 
+UNSUPPORTED = (
+    "*Unsupported: none of the passages this answer cites says what it says. Check it "
+    "against them before relying on it.*"
+)
+UNSUPPORTED_ZH = "*未经证实：这个回答引用的段落都没有这样说。使用前请对照原文核实。*"
+
+
 def check_support(result: Answer, ground: Grounding) -> None:
     """Each sentence of the answer that cites [n], checked against passage n: a citation
     the passage does not support is listed in `unsupported_citations` and its reference
@@ -206,6 +213,11 @@ def check_support(result: Answer, ground: Grounding) -> None:
     unsupported = ground.unsupported(claims, result.hits)
     result.unsupported_citations = unsupported
     result.references = [replace(r, supported=r.n not in unsupported) for r in result.references]
+    if result.citations and set(result.citations) <= set(unsupported):
+        # said in the answer itself, wherever it is read (JSON, a saved file, the page)
+        result.text = f"{UNSUPPORTED_ZH if has_cjk(result.question) else UNSUPPORTED}\n\n" + (
+            result.text
+        )
 
 
 def _recorded(pieces: Iterable[str], into: list[str]) -> Generator[str, None, None]:

@@ -20,6 +20,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 import chunker
+from askmd.answer import exchange
 from askmd.answer.reasons import render
 from askmd.wording import INVISIBLE, plural
 
@@ -673,7 +674,9 @@ def show_answer(answer: Answer, hint: bool = True) -> None:
     streamed = bool(_streamed) and answer.mode == "llm"  # already on screen, block by block
     _streamed.clear()
     if streamed:
-        pass
+        first = answer.text.split("\n", 1)[0]
+        if first in (exchange.UNSUPPORTED, exchange.UNSUPPORTED_ZH):  # found after the stream
+            out.print(Text(first.strip("*"), style="bold yellow"))
     elif out.is_terminal:
         out.print(_CitedMarkdown(clean(answer.text)))
     else:
