@@ -102,6 +102,12 @@ def search_json(query: str, hits: list[retriever.Hit]) -> dict:
     }
 
 
+def _saved_answers_in(hits: list[retriever.Hit], filters: retriever.Filters | None) -> bool:
+    """Whether answers askmd saved among the notes were found, and not asked for."""
+    wanted = filters is not None and retriever.SAVED_ANSWER in filters.tags
+    return not wanted and any(retriever.SAVED_ANSWER in hit.tags for hit in hits)
+
+
 def check_question(text: str, what: str = "the question") -> None:
     """Refuse, in one line, a question or query no interface can take: longer than any
     accepts, or holding bytes that are not UTF-8 text (the command line hands those on
@@ -266,6 +272,14 @@ class Index:
         # as this folder's before anything is written into it.
         index_home.check_owner(self.settings.index_dir, self.settings.knowledge_dir, rebuild)
         index_home.record_owner(self.settings.index_dir, self.settings.knowledge_dir)
+        auto = vectors is None
+        # a filler with nothing left to store: a rebuild's vectors, all in the cache, are
+        # stored here at once (a /reindex of a small folder), not waited for
+        settled = (
+            self.filler is not None
+            and not self.filler.working
+            and not (self.has_index() and self.manifest.pending())
+        )
         if vectors is None:
             vectors = self._foreground_vectors(paths)
         with self.writer.turn(queue, on_wait):
@@ -287,8 +301,11 @@ class Index:
                     emptying=emptying,
                 ),
             )
-        # The vectors are the running filler's, a /reindex's too: waiting here for its
-        # group (a model loading) kept the prompt still for 40 s
+        # The vectors are the running filler's; a few are stored here from the cache when
+        # it had nothing left to do: waiting for a group of its own (a model loading) kept
+        # the prompt still for 40 s
+        if auto and vectors is False and settled:
+            self._fill_few(report, progress, wait, FOREGROUND_CHUNKS_LIVE, on_wait)
         if self.filler is not None:
             self.filler.wake()
         report.seconds = time.perf_counter() - started  # waits for a turn included
@@ -579,12 +596,15 @@ class Index:
 
         asked = filters.dates() if filters else None
         dated: list[dict | None] = [asked]
-        filters = replace(filters or retriever.Filters(), saved_answers=False)
 
         def search(query: str) -> list[retriever.Hit]:
             named = self.dates_in(query)
             dated[0] = named.to_json() if named else asked
-            hits = self.search(restate(query) if restate else query, depth, filters=filters)
+            asked_for = restate(query) if restate else query
+            hits = self.search(asked_for, depth, filters=filters)
+            if _saved_answers_in(hits, filters):  # again without them: see Filters
+                without = replace(filters or retriever.Filters(), saved_answers=False)
+                hits = self.search(asked_for, depth, filters=without)
             ranked_by[0] = getattr(hits, "retriever", "hybrid")
             if named is not None:  # the day asked about: which passages are its entries
                 from askmd.answer.dated import entries

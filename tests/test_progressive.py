@@ -483,3 +483,22 @@ def test_watch_reports_a_big_note_at_once_stores_its_vectors_after_and_ctrl_c_ex
             watch.wait()
     said = (tmp_path / "stderr.log").read_text(encoding="utf-8", errors="replace")
     assert "terminate called" not in said and "Traceback" not in said, said
+
+
+def test_while_vectors_are_stored_a_question_about_an_unknown_name_is_declined(
+    tmp_path: Path,
+) -> None:
+    """Ranked by keyword alone, "What is the capital of Australia?" finds no passage: it
+    is declined as it is once the vectors are in, naming what the notes never mention."""
+    from askmd.pipeline import Index
+    from askmd.settings import load_settings
+
+    kb = write_notes(tmp_path / "kb", {"ops.md": "# Ops\n\nThe API listens on port 8420.\n"})
+    overrides = {"knowledge_dir": kb, "index_dir": tmp_path / "ix"}
+    index = Index(load_settings(environ={}, dotenv_path=None, overrides=overrides))
+    index.sync(vectors=False)
+    assert index.filling()["chunks_embedded"] == 0
+    result = index.ask("What is the capital of Australia?", [], 5)
+    assert result.answered is False
+    assert result.text == "Your notes don't seem to answer this. They never mention “Australia”."
+    assert [(r.kind, r.items) for r in result.reasons] == [("unmentioned", ("Australia",))]

@@ -101,7 +101,13 @@ def ask(
         result.confidence = verdict.confidence
         result.reasons = list(verdict.reasons)
     if not hits:
+        # a name the notes never write is why, said as a decline always says it (while
+        # the vectors are stored only words are matched, and found nothing here)
+        missing = ground.never_mentioned(query) if ground is not None else []
         result.text, result.answered = NOTHING_FOUND, False
+        if missing:
+            result.reasons = [Reason("unmentioned", tuple(missing))]
+            decline(result, result.reasons)
     elif verdict is not None and not verdict.answered and (chat is None or unrelated(verdict)):
         decline(result, verdict.reasons)
     elif chat is not None:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from askmd.answer import checks, dated
+from askmd.answer import checks, dated, names
 from askmd.answer.checks import Evidence
 from askmd.answer.contradiction import contradicts
 from askmd.answer.question import Question
@@ -81,12 +81,6 @@ MIN_CONFIDENCE = 0.5
 # thing and still points at those passages. A user who sets ASKMD_MIN_CONFIDENCE to this
 # or lower lets such questions through.
 UNMENTIONED = 0.4
-# How close to the best sentence the others must come to count as close: a check reads
-# only them for what the question asks (checks/kinds.py). Measured on the answer sets and
-# CMRC (BENCHMARKS.md, "Declining"): closer, it declined answerable how-to questions
-# whose answering sentence ranked a little lower ("how many times does each line
-# occur?": `uniq -c`); farther, fewer near-topic ones.
-CLOSE = 0.15
 # The confidence given by the entry of the day a question names when it holds every word
 # the question asks of that day (dated.speaks_of), however far the sentences are in
 # meaning from so vague a question: journal questions ("2026年1月5日工作上做了什么？")
@@ -288,7 +282,7 @@ class Grounding:
             original=original,
             top=top,
             sentences=by_sentence,
-            close=[s for s, v in by_sentence.items() if v >= similarity - CLOSE],
+            close=[s for s, v in by_sentence.items() if v >= similarity - checks.CLOSE],
             owner=owner,
             after=after,
             similarity=similarity,
@@ -334,6 +328,13 @@ class Grounding:
         return best
 
     # --- is a claim supported? --------------------------------------------------------
+
+    def never_mentioned(self, question: str) -> list[str]:
+        """The question's names that no note writes, in any of their forms."""
+        if self.mentioned is None:
+            return []
+        chinese = self.chinese_notes() if self.chinese_notes is not None else True
+        return names.unmentioned(question, self.mentioned, self.together, chinese)
 
     def supports(self, claim: str, hit: Hit) -> bool:
         """Whether passage `hit` says what the claim says (`supported` >= SUPPORTED)."""

@@ -27,6 +27,12 @@ if TYPE_CHECKING:
 
 # In the order they run, each named as the reason it gives; the decline names the first
 # reason in reasons.ORDER.
+# How close to the best sentence the others must come to count as close: a check reads
+# only them for what the question asks (lacking.py). Measured on the answer sets and
+# CMRC (BENCHMARKS.md, "Declining"): closer, it declined answerable how-to questions
+# whose answering sentence ranked a little lower ("how many times does each line
+# occur?": `uniq -c`); farther, fewer near-topic ones.
+CLOSE = 0.15
 CHECKS = ("unmentioned", "uncompared", "absent", "not_days", "other_days", "lacking", "neighbour")
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 
 from askmd.answer import answer_kinds
-from askmd.answer.checks import Evidence, Simple
+from askmd.answer.checks import CLOSE, Evidence, Simple
 from askmd.answer.reasons import Reason
 from askmd.answer.sentences import unwrapped
 
@@ -14,13 +14,27 @@ INTRODUCED_CHARS = 200
 
 
 def run(evidence: Evidence) -> Reason | None:
-    close = evidence.close
+    close = _answering(evidence)
     # the sentence after a close one may give the value ("The sync is on Tuesdays. It
     # begins at 10:30.")
     nexts = (evidence.after[s] for s in close if s in evidence.after)
     said = itertools.chain(close, _around(close, evidence), nexts)
     lacking = answer_kinds.lacking(evidence.question.text, said)
     return Reason("lacking", tuple(lacking)) if lacking else None
+
+
+def _answering(evidence: Evidence) -> list[str]:
+    """The close sentences, read past those that only echo the asking ("知道备份保留多久就行",
+    "see how long backups are kept"): the bar is set by the best sentence that does not."""
+    kinds = answer_kinds.asked(evidence.question.text)
+    echoes = {s for s in evidence.sentences if any(k.asks.search(s) for k in kinds)}
+    if not echoes & set(evidence.close):
+        return evidence.close
+    said = {s: v for s, v in evidence.sentences.items() if s not in echoes}
+    if not said:
+        return evidence.close
+    best = max(said.values())
+    return [s for s, v in said.items() if v >= best - CLOSE]
 
 
 def _around(sentences, evidence: Evidence):
