@@ -664,6 +664,8 @@ def test_a_line_the_server_cannot_parse_is_answered_with_an_error_and_it_goes_on
         assert receive_error(server)["error"]["code"] == -32700
         server.stdin.write(b'{"jsonrpc": "2.0", "id": 7, "params": []}\n')  # JSON, no message
         assert receive(server, 7)["error"]["code"] == -32600
+        server.stdin.write(b'{"jsonrpc": "2.0", "id": null, "method": "ping"}\n')  # MCP: no null
+        assert receive_error(server)["error"]["code"] == -32600
         server.stdin.write(b"x" * (mcp_server.MAX_LINE_BYTES + 1))  # no newline yet
         refused = receive_error(server)["error"]
         assert refused["code"] == -32700 and "MB" in refused["message"]
@@ -672,6 +674,35 @@ def test_a_line_the_server_cannot_parse_is_answered_with_an_error_and_it_goes_on
         assert receive(server, 3)["result"] == {}
         server.stdin.close()
         assert server.wait(timeout=30) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+    log.close()
+    assert "Traceback" not in (tmp_path / "stderr.log").read_text()
+
+
+def test_a_client_that_stops_reading_ends_the_server_quietly(tmp_path) -> None:
+    """The client closes its end of stdout but not stdin: the next reply cannot be
+    written, and the server leaves at once with status 0 and no traceback."""
+    kb = write_notes(tmp_path / "kb", {"a.md": "# A\n\nhello\n"})
+    log = (tmp_path / "stderr.log").open("wb")
+    server = subprocess.Popen(
+        [sys.executable, str(ROOT / "rag.py"), "--knowledge", str(kb),
+         "--index-dir", str(tmp_path / "ix"), "mcp"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, cwd=tmp_path,
+        env=clean_env(), bufsize=0,
+    )  # fmt: skip
+    try:
+        send(server, "initialize", 0, {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        })  # fmt: skip
+        assert "serverInfo" in receive(server, 0)["result"]
+        server.stdout.close()
+        for n in range(1, 4):  # the first reply may still fit in the pipe
+            send(server, "ping", n, {})
+            time.sleep(0.2)
+        assert server.wait(timeout=20) == 0
     finally:
         if server.poll() is None:
             server.kill()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -639,11 +640,21 @@ class ParseError(Exception):
         self.id = id if isinstance(id, str | int) and not isinstance(id, bool) else None
 
 
+_NULL_ID = re.compile(r'"id"\s*:\s*null')
+
+
 def parse(line: str) -> SessionMessage | ParseError:
     """One JSON-RPC message from a line. The SDK's own parser refuses a lone surrogate
     (`"\\ud800"`, valid JSON) and the request would then go unanswered, so such a line is
     parsed by Python's json and validated as an object: the tool then refuses the string
     in one line. JSON nested deeper than Python's json recurses is not JSON here."""
+    if _NULL_ID.search(line):  # MCP: "the ID MUST NOT be null"; read as a notification
+        try:  # it would go unanswered and the client wait for ever
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            message = None
+        if isinstance(message, dict) and "id" in message and message["id"] is None:
+            return ParseError("Invalid request: its id is null", types.INVALID_REQUEST)
     try:
         return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
     except ValidationError:
@@ -703,11 +714,17 @@ async def stdio(wire: io.BufferedWriter) -> AsyncIterator[tuple[Any, Any]]:
     async def send(message: SessionMessage) -> None:
         text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
         async with writing:
-            await out.write(text + "\n")
+            try:
+                await out.write(text + "\n")
+            except (BrokenPipeError, ConnectionResetError):
+                # the client no longer reads: nothing more can be answered
+                tasks.cancel_scope.cancel()
 
     async def reader() -> None:
         async with read_writer:
-            while (line := await anyio.to_thread.run_sync(next, incoming, EOF)) is not EOF:
+            while (
+                line := await anyio.to_thread.run_sync(next, incoming, EOF, abandon_on_cancel=True)
+            ) is not EOF:
                 if line is None:
                     limit = MAX_LINE_BYTES / 1048576
                     await send(refused(ParseError(f"Parse error: a line over {limit:.4g} MB")))
