@@ -275,11 +275,7 @@ class Index:
         auto = vectors is None
         # a filler with nothing left to store: a rebuild's vectors, all in the cache, are
         # stored here at once (a /reindex of a small folder), not waited for
-        settled = (
-            self.filler is not None
-            and not self.filler.working
-            and not (self.has_index() and self.manifest.pending())
-        )
+        settled = self.filler is not None and not (self.has_index() and self.manifest.pending())
         if vectors is None:
             vectors = self._foreground_vectors(paths)
         with self.writer.turn(queue, on_wait):
@@ -648,6 +644,8 @@ class Index:
                 return self.manifest.idf(terms, cjk)
 
         def mentioned(terms: list[str]) -> set[str]:
+            if not self.has_index():  # a folder with no notes has no index, nor gets one
+                return set()
             with self.lock.reading():
                 return self.manifest.mentioned(terms)
 
@@ -656,6 +654,8 @@ class Index:
                 return self.manifest.together(terms)
 
         def chinese_notes() -> bool:
+            if not self.has_index():
+                return False
             with self.lock.reading():
                 return self.manifest.non_cjk_share() < 1.0
 

@@ -789,10 +789,14 @@ def systems(server: OpenAIServer) -> list[str]:
 
 def answer_block(request: Request, answer: str = ANSWER) -> list[str]:
     """What the REPL prints for ANSWER given the sources of its request: "Port 8420 [1]"
-    cited to a passage that does not say 8420 is marked so."""
+    cited to a passage that does not say 8420 is marked so, and the answer, none of whose
+    claims holds, opens by saying it is unsupported."""
+    from askmd.answer import exchange
+
     source_label, passage = prompt_sources(request)[1]
     mark = "" if answer != ANSWER or "8420" in passage else " (this passage does not say this)"
-    return [answer, "", f"[1] {source_label}{mark}", f'    "{only_sentence(passage)}"']
+    said = [exchange.UNSUPPORTED, "", answer] if mark else [answer]  # not one claim holds
+    return [*said, "", f"[1] {source_label}{mark}", f'    "{only_sentence(passage)}"']
 
 
 def test_repl_rewrites_a_follow_up_and_answers_with_it(kb: Path, server: OpenAIServer) -> None:
@@ -824,7 +828,8 @@ def test_repl_rewrites_a_follow_up_and_answers_with_it(kb: Path, server: OpenAIS
 
     out = result.stdout.splitlines()
     read_as = f'(read as a follow-up: "{REWRITE}")'  # the rewrite, before its answer
-    assert out[:9] == answer_block(first) + [read_as] + answer_block(second)
+    shown = answer_block(first) + [read_as] + answer_block(second)
+    assert out[: len(shown)] == shown
     # /sources: every chunk retrieved for the last answer, best first, as in its prompt.
     listed = [m.groups() for m in map(re.compile(r"^\[(\d)\] -?\d\.\d{3} (.+)$").match, out) if m]
     labels = {n: source_label for n, (source_label, _) in prompt_sources(second).items()}

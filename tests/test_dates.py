@@ -232,7 +232,7 @@ def test_bad_dates_are_one_clear_line(run_rag, journal, tmp_path) -> None:
     args = folder_args(journal, tmp_path)
     for flags, said in [
         (["--since", "2026-13-45"], "since '2026-13-45' is not a day"),
-        (["--until", "last week"], "until 'last week' is not a day"),
+        (["--until", "-5 days ago"], "until '-5 days ago' is not a day"),
         (["--since", "2026-03-18", "--until", "2026-03-01"], "is after until"),
     ]:
         done = run_rag(*args, "search", "soup", *flags)

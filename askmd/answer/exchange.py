@@ -216,10 +216,12 @@ def check_support(result: Answer, ground: Grounding) -> None:
     the passage does not support is listed in `unsupported_citations` and its reference
     says so. The sentence itself stays: the reader decides, told what was checked."""
     claims = {n: said for n, said in claims_by_source(result.text, result.citations).items()}
-    unsupported = ground.unsupported(claims, result.hits)
+    failed = ground.unsupported_claims(claims, result.hits)
+    unsupported = sorted({n for n, _ in failed}, key=lambda n: list(claims).index(n))
     result.unsupported_citations = unsupported
     result.references = [replace(r, supported=r.n not in unsupported) for r in result.references]
-    if result.citations and set(result.citations) <= set(unsupported):
+    made = {(n, c) for n, said in claims.items() for c in said}
+    if made and made <= set(failed):  # not one claim holds
         # said in the answer itself, wherever it is read (JSON, a saved file, the page)
         result.text = f"{UNSUPPORTED_ZH if has_cjk(result.question) else UNSUPPORTED}\n\n" + (
             result.text

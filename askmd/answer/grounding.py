@@ -342,11 +342,20 @@ class Grounding:
 
     def unsupported(self, claims: dict[int, list[str]], hits: Sequence[Hit]) -> list[int]:
         """The numbers n (1-based into `hits`) cited for a claim that passage n does not
-        support: below the line on its own (`supported`), or said far better by another
-        of the passages (its best sentence ANOTHER_SAYS_IT more similar to the claim).
-        The second is the usual mistake of a model that read several passages on one
-        topic: the right fact, the neighbour's number. Each passage's sentences are
-        embedded once for all the claims."""
+        support (`unsupported_claims`)."""
+        failed = [n for n, _ in self.unsupported_claims(claims, hits)]
+        return sorted(set(failed), key=lambda n: list(claims).index(n))
+
+    def unsupported_claims(
+        self, claims: dict[int, list[str]], hits: Sequence[Hit]
+    ) -> list[tuple[int, str]]:
+        """(n, claim) for each claim that passage n (1-based into `hits`) does not support:
+        below the line on its own (`supported`), said far better by another of the
+        passages (its best sentence ANOTHER_SAYS_IT more similar to the claim: the usual
+        mistake of a model that read several passages on one topic, the right fact with
+        the neighbour's number), or copied from it with one thing changed (a number, a
+        unit, a negation: contradiction.py). Each passage's sentences are embedded once
+        for all the claims."""
         asked = [(n, c) for n, said in claims.items() for c in dict.fromkeys(said)]
         if not asked or not hits:
             return []
@@ -363,10 +372,8 @@ class Grounding:
         vectors = model.embed(texts)
         claimed = model.embed_queries([c for _, c in asked])
         cosines = claimed @ vectors.T  # (claims, sentences)
-        found: list[int] = []
+        found: list[tuple[int, str]] = []
         for row, (n, claim) in enumerate(asked):
-            if n in found:
-                continue
             best = np.full(len(hits), -1.0)
             for column, i in enumerate(owner):
                 best[i] = max(best[i], cosines[row, column])
@@ -377,8 +384,8 @@ class Grounding:
             closest = texts[max(mine, key=lambda column: cosines[row, column])]
             changed = contradicts(claim, _headed(hits[n - 1]), closest)
             if alone or others - own > ANOTHER_SAYS_IT or changed:
-                found.append(n)
-        return sorted(found, key=lambda n: list(claims).index(n))
+                found.append((n, claim))
+        return found
 
     def supported(self, claim: str, hit: Hit) -> float:
         """How well passage `hit` supports one sentence of an answer, 0..1: its best

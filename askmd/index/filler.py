@@ -49,7 +49,6 @@ class Filler:
         self.index = index
         self.on_error = on_error
         self.error: str | None = None
-        self.working = False  # inside a group now (a model may be loading)
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="askmd-filler", daemon=True)
@@ -91,11 +90,7 @@ class Filler:
         failures = 0
         while not self._stop.is_set():
             try:
-                self.working = True
-                try:
-                    more = self.index.fill_some(GROUP_CHUNKS, self.paused)
-                finally:
-                    self.working = False
+                more = self.index.fill_some(GROUP_CHUNKS, self.paused)
             except (Busy, IndexBusy):  # another writer (a saved note, another process) first
                 self._stop.wait(BUSY_SECONDS)
                 continue
