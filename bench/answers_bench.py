@@ -55,6 +55,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--constant", action="append", default=[], help="MODULE.NAME=VALUE for this run"
     )
+    parser.add_argument(
+        "--keyword-only",
+        action="store_true",
+        help="answer as while the vectors are still stored (an index of its own)",
+    )
     args = parser.parse_args(argv)
     set_constants(args.constant)
     environ = dict(s.split("=", 1) for s in args.setting)
@@ -82,7 +87,10 @@ def main(argv: list[str] | None = None) -> None:
             if args.rewrap:
                 kb = rewrapped(kb, args.rewrap, args.index_root / "notes")
                 ix = ix.with_name(f"{ix.name}-wrapped-{args.rewrap}")
-            indexes[folder] = open_index(kb, ix, environ)
+            if args.keyword_only:
+                ix = ix.with_name(f"{ix.name}-keyword-only")
+            sync = {"vectors": False} if args.keyword_only else {}
+            indexes[folder] = open_index(kb, ix, environ, **sync)
         index = indexes[folder]
         queries = evaluate.read_queries(path, answers=True)
         if args.split:
@@ -167,7 +175,7 @@ def smoke(tmp: Path) -> None:
           "--index-root", str(tmp / "ix"), "--dump", str(tmp / "features.jsonl")])  # fmt: skip
     main(["--data", str(data), "--sets", str(sets), "--index-root", str(tmp / "ix"), "--mixed"])
     main(["--data", str(data), "--sets", str(sets), "--index-root", str(tmp / "ix"),
-          "--rewrap", "40", "--split", "test"])  # fmt: skip
+          "--rewrap", "40", "--split", "test", "--keyword-only"])  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ import re
 import sqlite3
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -149,21 +151,18 @@ def test_a_failure_the_filler_did_not_expect_is_said_once_and_it_goes_on(tmp_pat
         assert "\n" not in said[0]
 
 
-def test_at_a_terminal_the_first_prompt_does_not_wait_for_a_small_folders_vectors(
-    tmp_path: Path,
-) -> None:
-    """The prompt comes once the notes are searchable by keyword; the vectors of even a
-    small folder follow in the background, as a big folder's do."""
+@contextmanager
+def _slow_repl(tmp_path: Path, kb: Path, latency: float, batch: str) -> Iterator[Term]:
+    """The REPL at a terminal over `kb`, its vectors from a scripted server that answers
+    each batch of `batch` texts after `latency` seconds."""
     if pexpect is None or not hasattr(pexpect, "spawn"):
         missing("pexpect (with pty support) is not installed")
     from tests.openai_server import OpenAIServer
 
-    kb = write_notes(tmp_path / "kb", {f"n{i}.md": f"# N{i}\n\nShelf {i} code sh{i}x.\n"
-                                       for i in range(20)})  # fmt: skip
-    with OpenAIServer(dimension=16, latency=0.2) as server:
+    with OpenAIServer(dimension=16, latency=latency) as server:
         env = clean_env(
             ASKMD_EMBEDDING_BACKEND="openai", ASKMD_EMBEDDING_MODEL="test-embed",
-            OPENAI_BASE_URL=server.url, OPENAI_API_KEY="k", ASKMD_EMBED_BATCH="4",
+            OPENAI_BASE_URL=server.url, OPENAI_API_KEY="k", ASKMD_EMBED_BATCH=batch,
         )  # fmt: skip
         env.update(TERM="xterm-256color", COLUMNS=str(COLS), LINES=str(ROWS))
         child = pexpect.spawn(
@@ -172,17 +171,27 @@ def test_at_a_terminal_the_first_prompt_does_not_wait_for_a_small_folders_vector
             env=env, cwd=str(tmp_path), dimensions=(ROWS, COLS), encoding="utf-8", timeout=60,
         )  # fmt: skip
         try:
-            term = Term(child)
-            before = term.wait(PROMPT, timeout=60)
-            assert "20 added" in before and re.search(r"\b0 chunks embedded", before), before
-            deadline = time.monotonic() + 30
-            while _stats(term)["chunks_embedded"] != "20":
-                assert time.monotonic() < deadline, term.screen
-                time.sleep(0.5)
-            term.quit_with_eof()
+            yield Term(child)
         finally:
             if child.isalive():
                 child.terminate(force=True)
+
+
+def test_at_a_terminal_the_first_prompt_does_not_wait_for_a_small_folders_vectors(
+    tmp_path: Path,
+) -> None:
+    """The prompt comes once the notes are searchable by keyword; the vectors of even a
+    small folder follow in the background, as a big folder's do."""
+    kb = write_notes(tmp_path / "kb", {f"n{i}.md": f"# N{i}\n\nShelf {i} code sh{i}x.\n"
+                                       for i in range(20)})  # fmt: skip
+    with _slow_repl(tmp_path, kb, latency=0.2, batch="4") as term:
+        before = term.wait(PROMPT, timeout=60)
+        assert "20 added" in before and re.search(r"\b0 chunks embedded", before), before
+        deadline = time.monotonic() + 30
+        while _stats(term)["chunks_embedded"] != "20":
+            assert time.monotonic() < deadline, term.screen
+            time.sleep(0.5)
+        term.quit_with_eof()
 
 
 def test_the_multilingual_vectors_are_named_while_they_are_stored(tmp_path: Path) -> None:
@@ -215,30 +224,11 @@ def test_reindex_while_the_filler_stores_a_group_says_so_and_leaves_it_the_vecto
     """/reindex at once on a new index: the filler is storing its first group (a slow
     server here, a model loading on a laptop). The wait is named after WAIT_NOTICE_SECONDS,
     and the rebuild leaves the vectors to the filler instead of waiting for it again."""
-    if pexpect is None or not hasattr(pexpect, "spawn"):
-        missing("pexpect (with pty support) is not installed")
-    from tests.openai_server import OpenAIServer
-
     kb = write_notes(tmp_path / "kb", {f"n{i}.md": f"# N{i}\n\nBin {i} code bn{i}x.\n"
                                        for i in range(40)})  # fmt: skip
-    with OpenAIServer(dimension=16, latency=0.5) as server:
-        env = clean_env(
-            ASKMD_EMBEDDING_BACKEND="openai", ASKMD_EMBEDDING_MODEL="test-embed",
-            OPENAI_BASE_URL=server.url, OPENAI_API_KEY="k", ASKMD_EMBED_BATCH="2",
-        )  # fmt: skip
-        env.update(TERM="xterm-256color", COLUMNS=str(COLS), LINES=str(ROWS))
-        child = pexpect.spawn(
-            sys.executable,
-            [str(ROOT / "rag.py"), "--knowledge", str(kb), "--index-dir", str(tmp_path / "ix")],
-            env=env, cwd=str(tmp_path), dimensions=(ROWS, COLS), encoding="utf-8", timeout=60,
-        )  # fmt: skip
-        try:
-            term = Term(child)
-            term.wait(PROMPT, timeout=60)
-            shown = term.ask("/reindex")
-            assert "waiting for the vectors being stored in the background" in shown, shown
-            assert re.search(r"rebuilt: 40 files, 40 chunks \(0 embedded, 40 waiting", shown)
-            term.quit_with_eof()
-        finally:
-            if child.isalive():
-                child.terminate(force=True)
+    with _slow_repl(tmp_path, kb, latency=0.5, batch="2") as term:
+        term.wait(PROMPT, timeout=60)
+        shown = term.ask("/reindex")
+        assert "waiting for the vectors being stored in the background" in shown, shown
+        assert re.search(r"rebuilt: 40 files, 40 chunks \(0 embedded, 40 waiting", shown)
+        term.quit_with_eof()

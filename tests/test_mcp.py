@@ -632,12 +632,8 @@ def receive_error(server: subprocess.Popen) -> dict:
             return message
 
 
-def test_a_line_the_server_cannot_parse_is_answered_with_an_error_and_it_goes_on(
-    tmp_path,
-) -> None:
-    """Nesting past Python's recursion limit, bytes that are not JSON, and a line over the
-    cap (first with no newline at all: answered before the line ends, so it is not held
-    whole) each get a -32700 error, and the next request is answered."""
+def _raw_server(tmp_path) -> tuple[subprocess.Popen, Any]:
+    """`rag.py mcp` over one note, spoken to line by line; its stderr kept in a file."""
     kb = write_notes(tmp_path / "kb", {"a.md": "# A\n\nhello\n"})
     log = (tmp_path / "stderr.log").open("wb")
     server = subprocess.Popen(
@@ -646,13 +642,27 @@ def test_a_line_the_server_cannot_parse_is_answered_with_an_error_and_it_goes_on
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, cwd=tmp_path,
         env=clean_env(), bufsize=0,
     )  # fmt: skip
+    return server, log
+
+
+def _initialize(server: subprocess.Popen) -> None:
+    send(server, "initialize", 0, {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    })  # fmt: skip
+    assert "serverInfo" in receive(server, 0)["result"]
+
+
+def test_a_line_the_server_cannot_parse_is_answered_with_an_error_and_it_goes_on(
+    tmp_path,
+) -> None:
+    """Nesting past Python's recursion limit, bytes that are not JSON, and a line over the
+    cap (first with no newline at all: answered before the line ends, so it is not held
+    whole) each get a -32700 error, and the next request is answered."""
+    server, log = _raw_server(tmp_path)
     deep = '{"a": ' * 1100 + "1" + "}" * 1100
     try:
-        send(server, "initialize", 0, {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"},
-        })  # fmt: skip
-        assert "serverInfo" in receive(server, 0)["result"]
+        _initialize(server)
         server.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
         server.stdin.write(
             b'{"jsonrpc":"2.0","id":1,"method":"ping","params":' + deep.encode() + b"}\n"
@@ -684,20 +694,9 @@ def test_a_line_the_server_cannot_parse_is_answered_with_an_error_and_it_goes_on
 def test_a_client_that_stops_reading_ends_the_server_quietly(tmp_path) -> None:
     """The client closes its end of stdout but not stdin: the next reply cannot be
     written, and the server leaves at once with status 0 and no traceback."""
-    kb = write_notes(tmp_path / "kb", {"a.md": "# A\n\nhello\n"})
-    log = (tmp_path / "stderr.log").open("wb")
-    server = subprocess.Popen(
-        [sys.executable, str(ROOT / "rag.py"), "--knowledge", str(kb),
-         "--index-dir", str(tmp_path / "ix"), "mcp"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, cwd=tmp_path,
-        env=clean_env(), bufsize=0,
-    )  # fmt: skip
+    server, log = _raw_server(tmp_path)
     try:
-        send(server, "initialize", 0, {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"},
-        })  # fmt: skip
-        assert "serverInfo" in receive(server, 0)["result"]
+        _initialize(server)
         server.stdout.close()
         for n in range(1, 4):  # the first reply may still fit in the pipe
             send(server, "ping", n, {})
