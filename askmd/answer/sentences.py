@@ -5,6 +5,7 @@ reference list are not sentences.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from askmd.terms import content_terms, has_cjk
@@ -110,6 +111,13 @@ WIDE = 60
 
 
 def logical_lines(text: str) -> list[str]:
+    """See `_logical`: the same passage is read by the judgement, the extractive answer
+    and its references, and each candidate sentence looks up what it introduces."""
+    return list(_logical(text))
+
+
+@functools.lru_cache(maxsize=512)
+def _logical(text: str) -> tuple[str, ...]:
     """The lines of a passage as Markdown shows them: a paragraph's hard-wrapped lines are
     one line, and so are a list item's (or a quote's) continuation lines. Code, tables,
     headings and hard breaks keep their lines. Where nothing shows a wrap, a line is left
@@ -155,9 +163,10 @@ def logical_lines(text: str) -> list[str]:
                 continue
         out.append(_HARD_BREAK.sub("", line))
         joinable = not _HARD_BREAK.search(line) and not _EMBED_ONLY.match(line)
-    return out
+    return tuple(out)
 
 
+@functools.lru_cache(maxsize=512)
 def unwrapped(text: str) -> str:
     """The passage with its wrapped lines joined: where a sentence `sentences` gave can be
     found again."""
