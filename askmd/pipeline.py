@@ -332,10 +332,8 @@ class Index:
             filled = self.sync(
                 progress=progress, wait=wait, on_wait=on_wait, vectors=True, windows_too=False
             )
-            report.chunks_embedded += filled.chunks_embedded
-            report.embed_seconds += filled.embed_seconds
-            report.warnings.extend(filled.warnings)
-            report.chunks_waiting = waiting = filled.chunks_waiting
+            report.absorb(filled)
+            waiting = filled.chunks_waiting
         return waiting
 
     def _foreground_vectors(self, paths: list[str] | None) -> bool | list[str]:

@@ -168,11 +168,15 @@ def test_index_search_stats_json(run_rag, kb: Path, embed_server) -> None:
         "files_unchanged": 0,
         "files_skipped": [],
         "chunks_embedded": 3,
+        "windows_embedded": 0,
+        "multilingual_embedded": 0,
+        "multilingual_windows_embedded": 0,
         "chunks_deleted": 0,
         "chunks_total": 3,
         "chunks_waiting": 0,
         "rebuilt": False,
         "rebuild_reason": "",
+        "migrations": [],
     }
     assert 0 < report["embed_seconds"] < report["seconds"]
 

@@ -3,6 +3,7 @@ opens and syncs without a rebuild or re-embedding; each migration runs once."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 from pathlib import Path
@@ -190,3 +191,85 @@ def test_an_index_a_newer_askmd_wrote_is_not_written(tmp_path: Path, run_rag) ->
     lines = refused.stderr.strip().splitlines()
     assert len(lines) == 1 and "askmd 9.9.9" in lines[0], refused.stderr
     assert _rows(tmp_path / "ix" / MANIFEST, "files") == before
+
+
+def test_an_upgrade_says_which_migrations_it_applied(release: Path, run_rag) -> None:
+    where = ["--knowledge", str(release / "notes"), "--index-dir", str(release / "ix")]
+    shutil.copytree(release / "ix", release / "ix2")
+    first = run_rag(*where, "index", "--json")
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["migrations"] == SCHEMA + UPGRADES
+    again = run_rag(*where, "index", "--json")
+    assert json.loads(again.stdout)["migrations"] == []
+    said = run_rag(where[0], where[1], "--index-dir", str(release / "ix2"), "index")
+    assert f"upgraded the index: {len(SCHEMA + UPGRADES)} migrations applied" in said.stderr
+
+
+class Counted:
+    """A sync's progress, recorded: each kind of vectors' (done, total) by label."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, tuple[int, int]] = {}
+
+    def counting(self, label: str, total: int = 0, done: int = 0) -> None:
+        was = self.counts.get(label, (0, 0))
+        self.counts[label] = (was[0] + done, was[1] + total)
+
+    def __getattr__(self, name: str):
+        return lambda *args, **kwargs: None
+
+
+LONG = (
+    "# Bread\n\nThe starter is fed at nine with equal weights of flour and water. "
+    "It doubles in about five hours in a warm kitchen. The dough rests for an hour "
+    "before the salt goes in. Shape it at four and leave it in the fridge overnight. "
+    "Bake at 250 degrees with the lid on for twenty minutes, then lid off for twenty "
+    "more until the crust is dark.\n"
+)
+
+
+def test_window_vectors_an_older_index_lacks_are_counted_and_shown(
+    tmp_path: Path, run_rag
+) -> None:
+    """An index stored before window vectors gets them at its next sync: the report
+    counts them and their time, and the progress counts them as they are computed."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "bread.md").write_text(LONG, encoding="utf-8")
+    where = ["--knowledge", str(kb), "--index-dir", str(tmp_path / "ix")]
+    built = json.loads(run_rag(*where, "index", "--json").stdout)
+    assert built["windows_embedded"] == 1 and built["migrations"] == []
+
+    def without_windows() -> None:
+        with sqlite3.connect(tmp_path / "ix" / MANIFEST) as db:  # as code before them left it
+            db.execute("DELETE FROM embeddings WHERE embedder LIKE '%#windows'")
+            db.execute("DELETE FROM meta WHERE key LIKE '%windows%'")
+
+    without_windows()
+    report = json.loads(run_rag(*where, "index", "--json").stdout)
+    assert (report["windows_embedded"], report["chunks_embedded"]) == (1, 0)
+    assert report["embed_seconds"] > 0
+    without_windows()
+    said = run_rag(*where, "index")
+    assert "1 window vector computed" in said.stderr, said.stderr
+    without_windows()
+    progress = Counted()
+    overrides = {"knowledge_dir": kb, "index_dir": tmp_path / "ix"}
+    index = Index(load_settings(environ={}, dotenv_path=None, overrides=overrides))
+    try:
+        index.sync(progress=progress)
+    finally:
+        index.manifest.close()
+    assert progress.counts["window vectors"] == (1, 1)
+
+
+def test_multilingual_vectors_are_counted_apart(tmp_path: Path, run_rag) -> None:
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    tea = "# 喝茶\n\n龙井用八十度的水泡三分钟，第二泡多泡一分钟。\n"
+    (kb / "茶.md").write_text(tea, encoding="utf-8")
+    where = ["--knowledge", str(kb), "--index-dir", str(tmp_path / "ix")]
+    result = run_rag(*where, "index", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert (report["chunks_embedded"], report["multilingual_embedded"]) == (1, 1)

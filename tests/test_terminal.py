@@ -423,3 +423,24 @@ def test_ctrl_c_stops_the_sync_bars_before_saying_what_was_kept(
     progress.finish()
     after = screen.getvalue().split("run again to continue", 1)[1]
     assert "vectors" not in after and "files" not in after, after
+
+
+def test_vectors_of_another_kind_get_a_bar_of_their_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Window vectors an older index lacks are computed with no file to read: their count
+    is drawn (the files and vectors bars are not, having nothing to count)."""
+    import io
+
+    from rich.console import Console
+
+    from askmd.interfaces import console
+
+    screen = io.StringIO()
+    monkeypatch.setattr(console, "err", Console(file=screen, force_terminal=True, width=100))
+    progress = console.SyncProgress()
+    progress.counting("window vectors", total=1286)
+    progress.counting("window vectors", done=200)
+    progress.bar.refresh()
+    shown = screen.getvalue()
+    assert "window vectors" in shown and "200/1286" in shown, shown
+    assert "files" not in shown
+    progress.finish()

@@ -139,6 +139,7 @@ def sync(
             same = same and not chunk_dates.due(manifest)  # ... and dates its chunks
             same = same and not foreign.touched(manifest)  # ... and mends an older askmd's
             if same:
+                report.migrations = manifest.take_migrated()
                 _vectors_only(run, report)
                 report.seconds = time.perf_counter() - started
                 return report
@@ -163,7 +164,9 @@ def _vectors_only(run: _Run, report: SyncReport) -> None:
             if filling:
                 _fill(run, report)
             if backfill:
-                backfill_windows(settings, manifest, run.make_embedder, progress=run.progress)
+                backfill_windows(
+                    settings, manifest, run.make_embedder, progress=run.progress, report=report
+                )
     report.chunks_waiting = manifest.pending()
 
 
@@ -176,6 +179,7 @@ def _under_lock(run: _Run, looked: tuple[SyncReport, int, dict[str, Current]] | 
         with o.commit():
             manifest.finish_load()
     upgrade = migrations.upgrade_index(manifest, o.commit)  # of an index of older code
+    applied = [*manifest.take_migrated(), *upgrade.applied]
     mended = foreign.mend(manifest, o.commit)  # notes an older askmd wrote since
     if upgrade.rescan or mended:
         looked, paths = None, None  # notes it made look changed are read again
@@ -189,6 +193,7 @@ def _under_lock(run: _Run, looked: tuple[SyncReport, int, dict[str, Current]] | 
         report = SyncReport()
         only = None if fresh else limited_to(settings, known, paths)
         current = scan(settings, known, report, trust_stat=not fresh, only=only)
+    report.migrations = applied
     if known and not o.emptying and kept_all(settings, known, current, report):
         report.chunks_total = manifest.total_chunks()
         report.chunks_waiting = manifest.pending()
@@ -213,7 +218,9 @@ def _under_lock(run: _Run, looked: tuple[SyncReport, int, dict[str, Current]] | 
     if o.vectors and needs_filling(settings, manifest):
         _fill(run, report)
     if o.vectors is True and o.windows_too and windows_due(settings, manifest):
-        backfill_windows(settings, manifest, run.make_embedder, progress=run.progress)
+        backfill_windows(
+            settings, manifest, run.make_embedder, progress=run.progress, report=report
+        )
     report.chunks_total = manifest.total_chunks()
     report.chunks_waiting = manifest.pending()
     return report

@@ -57,7 +57,7 @@ class Manifest(FileRecords, KeywordPostings, VectorMarks, EmbeddingCache):
         self.read_only = read_only
         self.path = path
         self._fields: bool | None = None  # whether postings have field counts, once known
-        self.migrated: list[str] = []  # the schema migrations this open applied
+        self.migrated: list[str] = []  # the schema migrations this open applied to an index
         if read_only:
             self.db = _open_read_only(path)
             self._release = _releaser(self, self.db)
@@ -74,7 +74,9 @@ class Manifest(FileRecords, KeywordPostings, VectorMarks, EmbeddingCache):
             # hundreds of MB, and SQLite's default 2 MB cache makes each insert a page read.
             self.db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             foreign.refuse_newer(self.db, migrations.known(), __version__)
-            self.migrated = migrations.migrate(self.db, self._transaction)
+            new = not migrations.has_tables(self.db)  # its steps make it: nothing upgraded
+            ran = migrations.migrate(self.db, self._transaction)
+            self.migrated = [] if new else ran
         except AskmdError:
             self.close()
             raise
@@ -84,6 +86,11 @@ class Manifest(FileRecords, KeywordPostings, VectorMarks, EmbeddingCache):
                 f"the index manifest {path} cannot be opened ({exc}). Delete the index "
                 f"folder and run {wording.command('index')} again."
             ) from None
+
+    def take_migrated(self) -> list[str]:
+        """The schema migrations this open applied, said once: by the first sync's report."""
+        taken, self.migrated = self.migrated, []
+        return taken
 
     def record_upgrades(self, names: list[str]) -> None:
         """Note these index upgrades (migrations.INDEX_UPGRADES) as applied."""

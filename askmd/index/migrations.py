@@ -19,7 +19,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from askmd.index import chunk_dates, foreign, packed_postings
@@ -166,6 +166,12 @@ def known() -> set[str]:
     return {step.__name__ for step in [*SCHEMA, *INDEX_UPGRADES]}
 
 
+def has_tables(db: sqlite3.Connection) -> bool:
+    """Whether this file holds an index already (older code's, or this code's)."""
+    found = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+    return db.execute(found).fetchone() is not None
+
+
 def applied(db: sqlite3.Connection) -> dict[str, str]:
     """The steps this manifest has applied: {name: when}."""
     exists = db.execute(
@@ -207,6 +213,7 @@ class Upgraded:
 
     rescan: bool = False  # notes were made to look changed: the whole folder is scanned
     rebuild: str = ""  # why the index must be rebuilt ("" when it need not be)
+    applied: list[str] = field(default_factory=list)  # the upgrades recorded done
 
 
 def u001_drop_repeats(manifest: Manifest) -> Upgraded:
@@ -263,6 +270,7 @@ def upgrade_index(manifest: Manifest, commit: Callable[[], AbstractContextManage
             wanted.rebuild = wanted.rebuild or outcome.rebuild
         else:
             manifest.record_upgrades([step.__name__])
+            wanted.applied.append(step.__name__)
     return wanted
 
 

@@ -66,25 +66,26 @@ def embed_side(
     missing = sorted((h for h in missing if h in text_of), key=lambda h: len(text_of[h]))
     pause = pause_after(budget, len(missing), stop)
     step = EMBED_SLICE if budget is None else FILLER_SLICE
+    # Counted beside the vectors bar: this second model's work is most of a first start on
+    # Chinese notes, and the screen sat still through it.
+    w.progress.counting("multilingual vectors", total=len(missing))
     for start in range(0, len(missing), step):
         if pause(start):
+            w.progress.counting("multilingual vectors", total=start - len(missing))
             raise Paused(start)
-        # Named beside the full vectors bar: this second model's work took 40 s of
-        # knowledge/'s first start, and the screen sat still through it.
-        w.progress.step(f"multilingual vectors {start}/{len(missing)}")
         part = missing[start : start + step]
         began = time.perf_counter()
         texts = [text_of[h] for h in part]
         fresh = w.embedder.companion().embed(texts)
-        keep_side_windows(
+        w.report.multilingual_windows_embedded += keep_side_windows(
             w.manifest, w.embedder.companion(), side_id, part, texts, [starts[h] for h in part]
         )
         w.report.embed_seconds += time.perf_counter() - began
+        w.report.multilingual_embedded += len(part)
+        w.progress.counting("multilingual vectors", done=len(part))
         new = dict(zip(part, fresh, strict=True))
         w.manifest.cache(side_id, new)
         vectors.update(new)
-    if missing:
-        w.progress.step("")
     positions = [i for i in positions if rows[i].text_hash in vectors]
     matrix = np.stack([vectors[rows[i].text_hash] for i in positions]) if positions else None
     return Side(

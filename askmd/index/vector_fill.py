@@ -177,7 +177,7 @@ def _fill_group(
             fresh = embedder.embed([text_of[h] for h in part])
         else:  # CJK chunks' windows are left out: questions about them are not MiniLM's
             fresh, pooled = with_windows([text_of[h] for h in part], [starts[h] for h in part])
-            keep_windows(manifest, embedder.id, part, pooled, latin)
+            report.windows_embedded += keep_windows(manifest, embedder.id, part, pooled, latin)
         report.embed_seconds += time.perf_counter() - began
         new = dict(zip(part, fresh, strict=True))
         manifest.cache(embedder.id, new)

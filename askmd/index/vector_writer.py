@@ -70,14 +70,15 @@ def latin_hashes(rows: list, hashes: set[str]) -> set[str]:
 
 def keep_windows(
     manifest: Manifest, embedder_id: str, hashes: list[str], pooled: list, latin: set[str]
-) -> None:
+) -> int:
     """Cache the window vectors of these chunks: an empty entry for a chunk without any
-    (CJK text, no words), so `backfill_windows` knows it is done."""
+    (CJK text, no words), so `backfill_windows` knows it is done. How many got some."""
     import numpy as np
 
     empty = np.zeros((0, 1), dtype=np.float16)
     kept = {h: v if h in latin and len(v) else empty for h, v in zip(hashes, pooled, strict=True)}
     manifest.cache(windows.key(embedder_id), kept, dtype="float16")
+    return sum(1 for v in kept.values() if len(v))
 
 
 def keep_side_windows(
@@ -87,9 +88,10 @@ def keep_side_windows(
     hashes: list[str],
     texts: list[str],
     starts: list[int],
-) -> None:
+) -> int:
     """Embed and cache the second model's window vectors of these chunks, each window by a
-    run of its own (windows.own_run: that model gives no token states to pool)."""
+    run of its own (windows.own_run: that model gives no token states to pool). How many
+    chunks got some."""
     import numpy as np
 
     pieces, owners = [], []
@@ -107,6 +109,7 @@ def keep_side_windows(
     empty = np.zeros((0, 1), dtype=np.float16)
     kept = {h: np.asarray(v, dtype=np.float32) if v else empty for h, v in grouped.items()}
     manifest.cache(windows.key(side_id), kept, dtype="float16")
+    return sum(1 for v in kept.values() if len(v))
 
 
 def embedding_texts(

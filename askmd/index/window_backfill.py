@@ -3,6 +3,7 @@ them gets them without a rebuild, whole files at a time, resumable from a cursor
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from typing import TYPE_CHECKING
@@ -25,6 +26,10 @@ from askmd.settings import Settings
 
 if TYPE_CHECKING:  # embedder and numpy load only when something must be embedded
     from askmd.index.embedder import Embedder
+
+
+# The report's count of each kind of window vectors, by the manifest key marking it done.
+_COUNTS = {"windows": "windows_embedded", "side_windows": "multilingual_windows_embedded"}
 
 
 def windows_due(settings: Settings, manifest: Manifest) -> bool:
@@ -60,15 +65,17 @@ def backfill_windows(
     chunks: int | None = None,
     stop: Callable[[], bool] = lambda: False,
     progress: Progress | None = None,
+    report: SyncReport | None = None,
 ) -> None:
     """Give window vectors to stored chunks that have none: an index built before they
     existed gets them without a rebuild, whole files at a time (the vectors are kept; the
     model runs once more over those chunks), `stop` asked between groups, about `chunks`
     at most per kind. Searches meanwhile use the windows that are there. Once every chunk
-    has its entry the manifest says so and `windows_due` is False. Called with the lock
-    file held."""
+    has its entry the manifest says so and `windows_due` is False. What it computed, and
+    the time the model took, are added to `report`. Called with the lock file held."""
     embedder = None
     progress = progress or NoProgress()
+    report = report if report is not None else SyncReport()
     for meta, key, having in _owed_windows(settings, manifest):
         # Where the last call stopped, so a filler's small calls do not look through the
         # files already done each time (a scan of all chunks takes seconds at 250k).
@@ -84,7 +91,8 @@ def backfill_windows(
         if keep is None:  # nothing here makes them
             manifest.set(**{meta: key, cursor: ""})
             continue
-        w = Writer(settings, None, manifest, embedder, SyncReport(), progress, nullcontext)
+        label = "window vectors" if meta == "windows" else "multilingual window vectors"
+        w = Writer(settings, None, manifest, embedder, report, progress, nullcontext)
         done, skipped, from_start = 0, set(), not after
         while not stop() and (chunks is None or done < chunks):
             size = GROUP_CHUNKS if chunks is None else min(GROUP_CHUNKS, chunks - done)
@@ -103,28 +111,31 @@ def backfill_windows(
             rows = manifest.chunks_of(sorted({s for s, _ in wanted}))
             hashes = sorted({h for _, h in wanted})
             starts: dict[str, int] = {}
-            progress.step("storing window vectors")
             text_of = embedding_texts(w, rows, hashes, skipped, starts)
             missing = sorted((h for h in hashes if h in text_of), key=lambda h: len(text_of[h]))
             latin = latin_hashes(rows, set(missing))
+            progress.counting(label, total=len(missing))
             for first in range(0, len(missing), EMBED_SLICE):
                 part = missing[first : first + EMBED_SLICE]
-                keep(part, [text_of[h] for h in part], [starts[h] for h in part], latin)
+                began = time.perf_counter()
+                made = keep(part, [text_of[h] for h in part], [starts[h] for h in part], latin)
+                report.embed_seconds += time.perf_counter() - began
+                setattr(report, _COUNTS[meta], getattr(report, _COUNTS[meta]) + made)
+                progress.counting(label, done=len(part))
             done += len(hashes)
         manifest.set(**{cursor: after})
-        progress.step("")
 
 
 def _window_keeper(embedder: Embedder, key: str, manifest: Manifest):
     """How this embedder makes and caches the window vectors kept under `key`: a function
     of (text hashes, their embedding texts, where their own lines start, the Latin-script
-    ones), or None when it makes none."""
+    ones) that returns how many chunks got some, or None when it makes none."""
     with_windows = getattr(embedder, "embed_windows", None)
     if with_windows is not None and windows.key(embedder.id) == key:
 
-        def late(part: list[str], texts: list[str], starts: list[int], latin: set[str]) -> None:
+        def late(part: list[str], texts: list[str], starts: list[int], latin: set[str]) -> int:
             _, pooled = with_windows(texts, starts)
-            keep_windows(manifest, embedder.id, part, pooled, latin)
+            return keep_windows(manifest, embedder.id, part, pooled, latin)
 
         return late
     side = getattr(embedder, "companion_id", None)

@@ -121,15 +121,23 @@ class SyncProgress:
     def __init__(self) -> None:
         self.bar = None
         self.files_task = self.chunks_task = None
+        self.other: dict[str, int] = {}  # a task per other kind of vectors, by label
         self.began = 0.0  # when embedding started
         self.done = 0
         self.ended = False  # by Ctrl-C: what a sync reports while it unwinds is not drawn
 
     def start(self, files: int, chunks: int) -> None:
-        if not err.is_terminal or (files == 0 and chunks == 0) or self.bar is not None:
+        if (files == 0 and chunks == 0) or self.files_task is not None or not self._open():
             return
-        if self.ended:
-            return
+        self.files_task = self.bar.add_task("files", total=files, rate="", eta="")
+        self.chunks_task = self.bar.add_task("vectors", total=chunks, rate="", eta="")
+
+    def _open(self) -> bool:
+        """Start drawing, on a terminal: whether a bar is drawn."""
+        if self.bar is not None:
+            return True
+        if not err.is_terminal or self.ended:
+            return False
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
         self.bar = Progress(
@@ -141,33 +149,32 @@ class SyncProgress:
             console=err,
             transient=True,
         )
-        self.files_task = self.bar.add_task("files", total=files, rate="", eta="")
-        self.chunks_task = self.bar.add_task("vectors", total=chunks, rate="", eta="")
         self.began = time.monotonic()
         self.bar.start()
         _running.add(self)
+        return True
 
     def chunked(self, chunks: int) -> None:
         """One more file was read and split into `chunks` chunks."""
-        if self.bar is not None:
+        if self.bar is not None and self.files_task is not None:
             self.bar.advance(self.files_task, 1)
 
     def filling(self, chunks: int) -> None:
         """The vector phase begins: `chunks` chunks to embed or find cached."""
         if self.bar is None:
             self.start(0, chunks)
-        if self.bar is not None:
+        if self.bar is not None and self.chunks_task is not None:
             self.bar.update(self.chunks_task, total=chunks, completed=0)
             self.began, self.done = time.monotonic(), 0
 
     def advance(self, files: int = 0, chunks: int = 0) -> None:
         """Chunks embedded or found cached (files were counted when chunked)."""
-        if self.bar is None or not chunks:
+        if self.bar is None or self.chunks_task is None or not chunks:
             return
         self.done += chunks
         self.bar.advance(self.chunks_task, chunks)
         elapsed = time.monotonic() - self.began
-        left = (self.bar.tasks[1].total or 0) - self.done
+        left = self._total(self.chunks_task) - self.done
         if elapsed > 0 and left > 0:
             rate = self.done / elapsed
             self.bar.update(self.chunks_task, rate=f"{rate:.1f} chunks/s", eta=_left(left / rate))
@@ -177,14 +184,31 @@ class SyncProgress:
     def step(self, label: str) -> None:
         """A long step with no count to move (sorting, packing) named beside the files bar,
         so a full bar that stays still for a minute says why."""
-        if self.bar is not None:
+        if self.bar is not None and self.files_task is not None:
             self.bar.update(self.files_task, eta=f"{label}…" if label else "")
+
+    def counting(self, label: str, total: int = 0, done: int = 0) -> None:
+        """Vectors of another kind (window vectors an older index lacks, the second
+        model's): a bar of their own, drawn from the first one to compute."""
+        if label not in self.other:
+            if not total or not self._open():
+                return
+            self.other[label] = self.bar.add_task(label, total=0, rate="", eta="")
+        task = self.other[label]
+        if self.bar is not None:
+            self.bar.update(task, total=self._total(task) + total)
+            self.bar.advance(task, done)
+
+    def _total(self, task) -> int:
+        return next(int(t.total or 0) for t in self.bar.tasks if t.id == task)
 
     def finish(self) -> None:
         _running.discard(self)
         if self.bar is not None:
             self.bar.stop()
             self.bar = None
+        self.files_task = self.chunks_task = None
+        self.other = {}
 
 
 _running: set[SyncProgress] = set()  # the bars on screen, stopped before "interrupted:"
@@ -213,10 +237,13 @@ def show_sync(report, knowledge_dir=None, include=()) -> None:
         if line not in _warned:
             _warned.add(line)
             warning(line)
+    if getattr(report, "migrations", None):
+        err.print(f"upgraded the index: {plural(len(report.migrations), 'migration')} applied")
+    also = _computed(report)
     if report.rebuilt:
         if report.rebuild_reason != "asked for":
             notice(f"rebuilding the index: {report.rebuild_reason}")
-        err.print(f"rebuilt: {_rebuilt(report)} ({report.seconds:.1f} s)")
+        err.print(f"rebuilt: {_rebuilt(report)}{also} ({report.seconds:.1f} s)")
         return
     touched = report.files_added + report.files_changed + report.files_deleted
     waiting = getattr(report, "chunks_waiting", 0)
@@ -224,22 +251,35 @@ def show_sync(report, knowledge_dir=None, include=()) -> None:
     if not touched and report.chunks_embedded:  # vectors a keyword-only run left waiting
         err.print(
             f"indexed: {report.files_unchanged} unchanged; vectors stored for "
-            f"{plural(report.chunks_embedded, 'chunk')} that were waiting; "
+            f"{plural(report.chunks_embedded, 'chunk')} that were waiting{also}; "
             f"{plural(report.chunks_total, 'chunk')} in the index{still} ({report.seconds:.1f} s)"
         )
         return
     if not touched:
         err.print(
             f"[dim]index up to date: {plural(report.files_unchanged, 'file')}, "
-            f"{plural(report.chunks_total, 'chunk')}{still} ({report.seconds:.2f} s)[/]"
+            f"{plural(report.chunks_total, 'chunk')}{still}{also} ({report.seconds:.2f} s)[/]"
         )
         return
     err.print(
         f"indexed: {report.files_added} added, {report.files_changed} changed, "
         f"{report.files_deleted} deleted, {report.files_unchanged} unchanged; "
-        f"{plural(report.chunks_embedded, 'chunk')} embedded, {report.chunks_deleted} removed; "
-        f"{plural(report.chunks_total, 'chunk')} in the index{still} ({report.seconds:.1f} s)"
+        f"{plural(report.chunks_embedded, 'chunk')} embedded, {report.chunks_deleted} removed"
+        f"{also}; {plural(report.chunks_total, 'chunk')} in the index{still} "
+        f"({report.seconds:.1f} s)"
     )
+
+
+def _computed(report) -> str:
+    """"; 1,286 window and 586 multilingual vectors computed", or "": the vectors of other
+    kinds than the chunks' own that this sync computed."""
+    kinds = report.computed() if hasattr(report, "computed") else {}
+    if not kinds:
+        return ""
+    said = [f"{n:,} {label}" for label, n in kinds.items()]
+    listed = said[0] if len(said) == 1 else f"{', '.join(said[:-1])} and {said[-1]}"
+    noun = "vector" if len(said) == 1 and next(iter(kinds.values())) == 1 else "vectors"
+    return f"; {listed} {noun} computed"
 
 
 def _rebuilt(report) -> str:
