@@ -1,8 +1,8 @@
 """askmd: ask questions about a folder of Markdown notes, from the terminal.
 
 The entry point: `python rag.py` opens the REPL, `python rag.py ask "…"` answers once.
-The command line itself lives in askmd/cli.py, so the installed `askmd` command and
-`python -m askmd` run exactly the same program.
+The command line itself lives in askmd/interfaces/cli.py, so the installed `askmd`
+command and `python -m askmd` run exactly the same program.
 """
 
 import sys

@@ -18,8 +18,7 @@ import statistics
 import time
 from pathlib import Path
 
-import chunker
-from askmd.read import notes
+from askmd.read import chunker, notes
 from bench.common import tiny_folder
 
 

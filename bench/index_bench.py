@@ -21,10 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import chunker
 from askmd.index.embedder import LocalEmbedder
 from askmd.pipeline import Index
-from askmd.read import notes
+from askmd.read import chunker, notes
 from askmd.settings import Settings
 from bench.common import RAG, tiny_folder
 

@@ -18,8 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import chunker
-from askmd.read import notes, readers
+from askmd.read import chunker, notes, readers
 from bench.common import print_pdf, tiny_folder, to_docx, to_html
 
 

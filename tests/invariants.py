@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import chunker
+from askmd.read.note_layout import scan
 
 _SEPARATOR = re.compile(r"^ {0,3}(?:-{3,}|\*{3,}|_{3,})[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
@@ -17,7 +18,7 @@ def _nonspace(text: str) -> str:
 def separator_lines(body: str) -> set[int]:
     """1-based numbers of the lines the chunker treats as separators."""
     lines = body.split("\n")
-    return {i + 1 for i in chunker._scan(lines).separators}
+    return {i + 1 for i in scan(lines).separators}
 
 
 def boundary_lines(body: str) -> set[int]:
@@ -25,7 +26,7 @@ def boundary_lines(body: str) -> set[int]:
     heading, or the line after a separator). A heading with no text before the next one
     joins it, so the boundary between those two is not one."""
     lines = body.split("\n")
-    layout = chunker._scan(lines)
+    layout = scan(lines)
     heading_lines = {
         i
         for h in layout.headings
@@ -75,7 +76,7 @@ def own_text(chunk: chunker.Chunk, body_lines: list[str]) -> str:
     fence (or in an unterminated one) gets the closer appended."""
     lines = chunk.text.split("\n")
     first, last = chunk.line_start - 1, chunk.line_end - 1
-    for f in chunker._scan(body_lines).fences:
+    for f in scan(body_lines).fences:
         if f.first < first and (first < f.last or not f.terminated):
             lines = lines[1:]
         if f.first <= last and (last < f.last or not f.terminated):

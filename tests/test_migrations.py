@@ -228,9 +228,7 @@ LONG = (
 )
 
 
-def test_window_vectors_an_older_index_lacks_are_counted_and_shown(
-    tmp_path: Path, run_rag
-) -> None:
+def test_window_vectors_an_older_index_lacks_are_counted_and_shown(tmp_path: Path, run_rag) -> None:
     """An index stored before window vectors gets them at its next sync: the report
     counts them and their time, and the progress counts them as they are computed."""
     kb = tmp_path / "kb"

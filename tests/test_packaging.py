@@ -1,5 +1,6 @@
 """`pip install .` gives the whole package: every module of every stage, the page, the
-tokenizer, the card's two files and the `askmd` command. Built from a copy of the
+tokenizer and the `askmd` command; only `askmd` at the top of the import path (the card's
+two files stay in the repository, for `python rag.py` from a checkout). Built from a copy of the
 repository (a build writes build/ and *.egg-info beside the sources), without a download:
 setuptools is pinned in requirements-dev.txt as pyproject.toml pins it."""
 
@@ -12,7 +13,7 @@ import zipfile
 
 from tests.conftest import ROOT
 
-SOURCES = ["pyproject.toml", "README.md", "LICENSE", "requirements.txt", "rag.py", "chunker.py"]
+SOURCES = ["pyproject.toml", "README.md", "LICENSE", "requirements.txt"]
 
 
 def test_the_wheel_holds_every_module_the_page_the_tokenizer_and_the_command(tmp_path) -> None:
@@ -30,7 +31,7 @@ def test_the_wheel_holds_every_module_the_page_the_tokenizer_and_the_command(tmp
     (wheel,) = (tmp_path / "dist").glob("askmd-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     wanted = {p.relative_to(ROOT).as_posix() for p in (ROOT / "askmd").rglob("*.py")}
-    wanted |= {"rag.py", "chunker.py", "askmd/interfaces/web/index.html"}
+    wanted |= {"askmd/interfaces/web/index.html"}
     wanted |= {
         p.relative_to(ROOT).as_posix()
         for p in (ROOT / "askmd" / "models").rglob("*")
@@ -38,7 +39,7 @@ def test_the_wheel_holds_every_module_the_page_the_tokenizer_and_the_command(tmp
     }
     assert sorted(wanted - names) == []
     tops = {name.split("/")[0].removesuffix(".py") for name in names if ".dist-info" not in name}
-    assert tops == {"askmd", "rag", "chunker"}  # nothing generic on the import path
+    assert tops == {"askmd"}  # nothing generic on the import path
     (entry_points,) = [n for n in names if n.endswith("entry_points.txt")]
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "askmd = askmd.__main__:main" in text

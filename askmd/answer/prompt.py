@@ -7,7 +7,7 @@ import re
 from typing import TYPE_CHECKING
 
 from askmd.answer.citations import ONE_CITATION, neutralise_citations
-from chunker import pages_label
+from askmd.read.chunker import pages_label
 
 if TYPE_CHECKING:
     from askmd.answer.result import Turn

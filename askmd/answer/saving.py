@@ -28,11 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-import chunker
 from askmd.answer.result import Answer
 from askmd.errors import AskmdError
 from askmd.index import index_home
-from askmd.read import notes
+from askmd.read import chunker, notes
 from askmd.search.retriever import SAVED_ANSWER
 from askmd.settings import Settings
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import chunker
 from askmd import terms
 from askmd.index import embedding_models as models
+from askmd.read import chunker
 from askmd.settings import Settings
 
 

@@ -16,10 +16,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import chunker
 from askmd.index.manifest import ChunkRow, LinkRow, chunk_row
 from askmd.index.store import chunk_metadata
-from askmd.read import dates, notes
+from askmd.read import chunker, dates, notes
 
 # A cold sync of at least this many notes prepares them in worker processes.
 WORKERS_FROM_NOTES = 1000

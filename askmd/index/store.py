@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 from askmd import wording
 from askmd.errors import AskmdError, Damaged, DiskFull, IndexBusy, disk_full
 from askmd.index.embedding_models import collection_name
-from chunker import Chunk
+from askmd.read.chunker import Chunk
 
 # Chroma's client start is not safe to run twice at once in one process.
 _CONNECTING = threading.RLock()

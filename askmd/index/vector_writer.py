@@ -9,14 +9,13 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import chunker
 from askmd import terms
 from askmd.index import embedding_models as models
 from askmd.index import windows
 from askmd.index.manifest import Manifest
 from askmd.index.store import Store
 from askmd.index.sync_report import Progress, SyncReport
-from askmd.read import notes
+from askmd.read import chunker, notes
 from askmd.settings import Settings
 
 if TYPE_CHECKING:  # embedder and numpy load only when something must be embedded

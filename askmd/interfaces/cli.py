@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import chunker
 from askmd import pipeline, wording
 from askmd.answer.result import Answer
 from askmd.errors import AskmdError
@@ -22,7 +21,7 @@ from askmd.index import index_home
 from askmd.index.indexer import SyncReport
 from askmd.interfaces import console, leaving
 from askmd.pipeline import Index
-from askmd.read import notes, vault
+from askmd.read import chunker, notes, vault
 from askmd.search import retriever
 from askmd.settings import Settings, load_settings
 from askmd.version import __version__

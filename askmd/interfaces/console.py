@@ -19,9 +19,9 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
-import chunker
 from askmd.answer import exchange
 from askmd.answer.reasons import render
+from askmd.read import chunker
 from askmd.wording import INVISIBLE, plural
 
 if TYPE_CHECKING:
@@ -271,7 +271,7 @@ def show_sync(report, knowledge_dir=None, include=()) -> None:
 
 
 def _computed(report) -> str:
-    """"; 1,286 window and 586 multilingual vectors computed", or "": the vectors of other
+    """ "; 1,286 window and 586 multilingual vectors computed", or "": the vectors of other
     kinds than the chunks' own that this sync computed."""
     kinds = report.computed() if hasattr(report, "computed") else {}
     if not kinds:
