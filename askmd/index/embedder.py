@@ -51,7 +51,7 @@ CPU_MEM_ARENA = True
 # (wall 0.96x and 1.02x of always spinning, 460 chunks, paired runs) and cuts a question's
 # search time by a fifth to a quarter (mixed folder, p50: Chinese 43-48 -> 34-43 ms,
 # English 93-103 -> 68-78 ms); never spinning ("off") searches a little faster still but
-# indexes 1.07-1.09x slower. bench/archive/spinning_bench.py, BENCHMARKS.md.
+# indexes 1.07-1.09x slower. bench/spinning_bench.py, BENCHMARKS.md.
 SPINNING = "during runs"  # or "always" (onnxruntime's default), "off"
 # Small batches are faster *and* leaner here: attention activations grow with rows x tokens^2,
 # so more rows only add memory traffic. 500 passages, 2 cores, arena on (passages/s, peak RSS):

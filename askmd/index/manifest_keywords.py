@@ -20,10 +20,9 @@ BM25_K1 = 1.2  # term-frequency saturation
 BM25_B = 0.75  # length normalisation
 # BM25F: a query term in the note's title, its front matter aliases or the chunk's heading
 # chain counts this many extra times on top of the chunk's text, unnormalised by length
-# since these fields are short. Measured on the paraphrase sets, SciFact and CMRC
-# (bench/archive/field_bench.py, BENCHMARKS.md): the text already holds title and chain once, and
-# extra weight on them (0.5 to 2) lost first places; a quarter count on aliases, names the
-# text may never use, changes no measured hybrid result and makes such a name findable.
+# since these fields are short. The text already holds title and chain once, and more
+# weight on them lost first places; a small count on aliases, names the text may never
+# use, makes such a name findable (docs/benchmarks/retrieval-english.md, "Fields").
 FIELD_WEIGHTS = (0.0, 0.25, 0.0)  # (title, aliases, headings)
 FIELDS = ("title_tf", "alias_tf", "heading_tf")  # their postings columns, in that order
 TOGETHER_FORMS = 50  # forms of one term read by `together` (`python3`, `python-dotenv`, ...)
