@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
         queries = evaluate.read_queries(path, answers=True)
         if args.split:
             queries = [q for q in queries if half(q.id) == args.split]
-        ground = index.grounding()
+        ground = index.answerer.grounding()
         k = index.settings.top_k
 
         def ask(question: str, index: Index = index, ground=ground, k: int = k, name: str = name):

@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
         if "unanswerable" in name or not path.is_file() or (args.only and args.only not in name):
             continue
         index = open_index(args.data / folder, args.index_root / folder.replace("/", "-"))
-        ground = index.grounding()
+        ground = index.answerer.grounding()
         found = list(cases(index, evaluate.read_queries(path, answers=True)))
         if not found:
             continue

@@ -138,7 +138,7 @@ def answered(index: Index, rows: list[dict]) -> tuple[float, float, float]:
     that day (as askmd does) and with them; and the share of the absolute ones asked of
     a day two years earlier, which no note is of (the year changed in the question's
     own spelling), that it declines."""
-    judge = index.grounding()
+    judge = index.answerer.grounding()
     other_days = []
     for row in rows:
         if row["kind"] == "absolute":

@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sets", type=Path, default=PARAPHRASE, help="the folder of the sets")
     args = parser.parse_args(argv)
     index, _, _ = open_mixed(args.kb, args.ix)
-    ground = index.grounding()
+    ground = index.answerer.grounding()
     shipped = (extractive.PASSAGE_ORDER, extractive.TRANSLATED_WORDS)
     print("| set | shown by | Chinese words in English | first bullet answers | any bullet "
           "answers | bullets |\n| --- | --- | --- | ---: | ---: | ---: |")  # fmt: skip

@@ -144,7 +144,7 @@ def _ask(index, q: dict) -> dict:
     result = index.ask(q["query"], [], index.settings.top_k)
     ms = (time.perf_counter() - started) * 1000
     began = time.perf_counter()  # the judgement alone, again over the same passages
-    verdict = index.grounding().judge(result.query, result.hits) if result.hits else None
+    verdict = index.answerer.grounding().judge(result.query, result.hits) if result.hits else None
     judge_ms = (time.perf_counter() - began) * 1000
     relevant = set(q.get("relevant") or [])
     files = list(dict.fromkeys(hit.source for hit in result.hits))

@@ -19,8 +19,8 @@ NEAREST = 3  # the passages a declined answer points at (answer/exchange.py)
 
 def main(argv: list[str] | None = None) -> None:
     index, queries = labelled_set(__doc__, argv)
-    checked = index.grounding()
-    unchecked = index.grounding()
+    checked = index.answerer.grounding()
+    unchecked = index.answerer.grounding()
     unchecked.mentioned = None  # the same judge without the name check
     named = declined = declined_before = pointed = 0
     for q in queries:

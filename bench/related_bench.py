@@ -70,7 +70,7 @@ class Evidence:
 
     def __init__(self, index: Index) -> None:
         self.notes = set(index.manifest.files())
-        self.edges = [(k.source, k.to) for k in index.link_graph() if k.to is not None]
+        self.edges = [(k.source, k.to) for k in index.graph.link_graph() if k.to is not None]
         self.tags = index.manifest.tags_by_source()
         self.linked: dict[str, set[str]] = {}
         for a, b in self.edges:
@@ -84,7 +84,7 @@ class Evidence:
     def similar_to(self, note: str, method: str) -> list[tuple[str, float]]:
         if (note, method) not in self.similar:
             start = time.perf_counter()
-            found, why = self.index.similar_notes(note, method)
+            found, why = self.index.graph.similar_notes(note, method)
             self.seconds.append(time.perf_counter() - start)
             assert why == related.SIMILAR, f"{note}: its vectors are not stored"
             self.similar[note, method] = found
@@ -179,7 +179,7 @@ def run(source: Path, work: Path, count: int, seed: int) -> None:
         for name, weights in VARIANTS.items():
             found = predict(after, pairs, method, weights)
             print(f"  {method:8} {name:24} {found}/{len(pairs)} = {found / max(len(pairs), 1):.1%}")
-    one = index.related(pairs[0][0], 5) if pairs else None
+    one = index.graph.related(pairs[0][0], 5) if pairs else None
     if one:
         print(f"\nexample, {one['note']} without its link to {pairs[0][1]}:")
         for r in one["related"]:

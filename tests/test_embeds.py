@@ -116,7 +116,7 @@ def test_debug_lists_where_a_hit_is_shown(index):
     width, console.out.width = console.out.width, 200  # one table row a line
     try:
         with console.out.capture() as captured:
-            console.show_debug(hits, "quokka filter", index.backlinks())
+            console.show_debug(hits, "quokka filter", index.graph.backlinks())
     finally:
         console.out.width = width
     assert "shown in Guide.md:7" in captured.get()

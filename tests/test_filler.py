@@ -22,7 +22,7 @@ try:
 except ImportError:  # pragma: no cover - pexpect is in requirements-dev.txt
     pexpect = None
 
-# More chunks than the REPL embeds before its prompt (pipeline.FOREGROUND_CHUNKS_LIVE),
+# More chunks than the REPL embeds before its prompt (keeper.FOREGROUND_CHUNKS_LIVE),
 # so the filler stores them; a Chinese note makes the filling widen the multilingual
 # side collection first, which is where the store used to be closed under the filler.
 NOTES = {f"n{i:03}.md": f"# Note {i}\n\nThe courier code of depot {i} is kx{i:03}q.\n"
@@ -138,15 +138,15 @@ def test_a_failure_the_filler_did_not_expect_is_said_once_and_it_goes_on(tmp_pat
         )
         db.commit()
         said: list[str] = []
-        index.fill_in_background(said.append)
+        index.keeper.fill_in_background(said.append)
         try:
             _wait(lambda: said)
-            assert index.stats()["filler"] == "running"
+            assert index.graph.stats()["filler"] == "running"
             db.execute("DROP TRIGGER refuse")
             db.commit()
-            _wait(lambda: index.stats()["chunks_embedded"] == 40)
+            _wait(lambda: index.graph.stats()["chunks_embedded"] == 40)
         finally:
-            index.filler.stop()
+            index.keeper.filler.stop()
         assert len(said) == 1 and "trying again" in said[0], said
         assert "\n" not in said[0]
 
@@ -195,8 +195,8 @@ def test_at_a_terminal_the_first_prompt_does_not_wait_for_a_small_folders_vector
 
 
 def test_the_multilingual_vectors_are_named_while_they_are_stored(tmp_path: Path) -> None:
-    """Once the vectors bar is full, the second model's work (seconds to minutes) is
-    named with its count, not a still screen."""
+    """Once the vectors bar is full, the second model's work (seconds to minutes) has a
+    bar of its own with its count, not a still screen."""
     if pexpect is None or not hasattr(pexpect, "spawn"):
         missing("pexpect (with pty support) is not installed")
     from askmd.index.embedding_models import CJK_MODEL, installed
@@ -215,7 +215,7 @@ def test_the_multilingual_vectors_are_named_while_they_are_stored(tmp_path: Path
     term = Term(child)
     term.wait("indexed:", timeout=120)
     child.expect(pexpect.EOF)
-    assert "multilingual vectors 0/2" in term.screen, term.screen
+    assert re.search(r"multilingual vectors\s+━+\s+[0-2]/2", term.screen), term.screen
 
 
 def test_reindex_while_the_filler_stores_a_group_says_so_and_leaves_it_the_vectors(

@@ -215,7 +215,7 @@ def test_the_extractive_answer_quotes_the_sentence_that_answers_by_meaning(index
 
 
 def test_a_citation_the_passage_does_not_support_is_flagged(index) -> None:
-    ground = index.grounding()
+    ground = index.answerer.grounding()
     hits = index.search("Which port does the API listen on?", 5)
     ports = next(h for h in hits if h.source == "ops/ports.md")
     bread = next(h for h in index.search("sourdough starter", 5) if h.source == "kitchen/bread.md")
@@ -233,8 +233,8 @@ def test_the_neighbour_s_fact_cited_to_the_wrong_passage_is_flagged(index) -> No
     metrics = next(i for i, h in enumerate(hits, 1) if "9420" in h.text)
     claim = "Prometheus scrapes the metrics on port 9420 every 15 seconds."
 
-    assert index.grounding().unsupported({api: [claim]}, hits) == [api]
-    assert index.grounding().unsupported({metrics: [claim]}, hits) == []
+    assert index.answerer.grounding().unsupported({api: [claim]}, hits) == [api]
+    assert index.answerer.grounding().unsupported({metrics: [claim]}, hits) == []
 
 
 @pytest.mark.parametrize(
@@ -252,7 +252,7 @@ def test_a_claim_with_one_thing_changed_is_flagged(index, claim: str, flagged: b
     reads such a claim as close to the passage as its copy."""
     hits = index.search("How long are database snapshots kept?", 5)
     n = next(i for i, h in enumerate(hits, 1) if h.source == "ops/backups.md")
-    assert (n in index.grounding().unsupported({n: [claim]}, hits)) is flagged
+    assert (n in index.answerer.grounding().unsupported({n: [claim]}, hits)) is flagged
 
 
 def ask_a_model(run_rag, kb: Path, reply: str, question: str) -> tuple[dict, str, int]:

@@ -530,7 +530,7 @@ def test_an_index_holding_a_notes_repeats_drops_them_at_its_next_sync(
         report = index.sync()
         assert (report.files_changed, report.files_unchanged) == (1, 2)
         assert len(index.manifest.chunk_ids("big.md")) < 10
-        assert index.filling()["chunks_embedded"] == index.filling()["chunks"]
+        assert index.keeper.filling()["chunks_embedded"] == index.keeper.filling()["chunks"]
         question = "when should I irrigate my vegetables"
         assert index.search(question, 1, mode="dense")[0].source == "garden.md"
         again = index.sync()  # looked for once: nothing is read again

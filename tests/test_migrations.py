@@ -71,7 +71,7 @@ def test_the_release_index_syncs_without_a_rebuild_or_re_embedding(release: Path
         assert (report.chunks_embedded, report.files_changed, report.files_added) == (0, 0, 0)
         assert report.files_unchanged == 3
         assert index.search(QUESTION, 1, mode="dense")[0].source == "coffee.md"
-        assert index.filling()["chunks_embedded"] == 4
+        assert index.keeper.filling()["chunks_embedded"] == 4
         assert list(recorded(release)) == SCHEMA + UPGRADES  # the index upgrades, once
         done = recorded(release)
         again = index.sync()

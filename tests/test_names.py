@@ -380,7 +380,7 @@ def family(tmp_path_factory: pytest.TempPathFactory):
 def test_a_person_the_closest_passages_never_name_is_not_answered_about(family) -> None:
     """In a bigger folder the passage that names Jonas is not among those found for his
     birthday: the list of other people's birthdays is. Without the check it is quoted."""
-    ground = family.grounding()
+    ground = family.answerer.grounding()
     question = "When is Jonas's birthday?"
     found = [h for h in family.search(question, 5) if h.source != "garden/houseplants.md"]
 

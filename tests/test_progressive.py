@@ -145,8 +145,8 @@ def test_while_vectors_are_missing_hybrid_ranks_exactly_as_keyword(
         overrides={"knowledge_dir": kb, "index_dir": tmp_path / "ix"},
     )  # fmt: skip
     index = Index(settings)
-    index.fill_some(60, lambda: False)
-    filling = index.filling()
+    index.keeper.fill_some(60, lambda: False)
+    filling = index.keeper.filling()
     assert 0 < filling["chunks_embedded"] < filling["chunks"]
     for query in ("metrics port", "courier depot 12", "kx005q", "what listens where"):
         hybrid = index.search(query, 10)
@@ -212,7 +212,7 @@ def test_a_killed_filling_resumes_and_embeds_nothing_twice(tmp_path: Path) -> No
 def test_the_repl_answers_at_once_by_keyword_while_vectors_fill_in_the_background(
     tmp_path: Path, slow_server: OpenAIServer
 ) -> None:
-    notes = 400  # more chunks than the REPL waits for (pipeline.FOREGROUND_CHUNKS_LIVE)
+    notes = 400  # more chunks than the REPL waits for (keeper.FOREGROUND_CHUNKS_LIVE)
     kb = write_notes(tmp_path / "kb", {**NOTES, **{
         f"more/m{i:03}.md": f"# More {i}\n\nShelf {i} holds spare cables.\n"
         for i in range(notes - len(NOTES))
@@ -329,12 +329,12 @@ def test_a_note_changed_before_its_vectors_does_not_keep_the_filler_busy(
     index = Index(settings)
     try:
         calls = 1
-        while index.fill_some(64, lambda: False):
+        while index.keeper.fill_some(64, lambda: False):
             calls += 1
             assert calls < 5, "the filler keeps retrying a note it cannot fill"
-        assert index.filling()["chunks_embedded"] == 1  # a.md's
+        assert index.keeper.filling()["chunks_embedded"] == 1  # a.md's
         index.sync()  # b.md recorded again, with its vectors
-        assert index.filling()["chunks_embedded"] == 2
+        assert index.keeper.filling()["chunks_embedded"] == 2
         assert index.search("changed since", 1)[0].source == "b.md"
     finally:
         index.manifest.close()
@@ -364,21 +364,21 @@ def test_a_big_note_is_embedded_a_slice_a_call_and_stored_whole_once_cached(
         )  # fmt: skip
         index = Index(settings)
         try:
-            chunks = index.filling()["chunks"]
+            chunks = index.keeper.filling()["chunks"]
             assert chunks > 4 * 64, chunks  # far bigger than the filler's budget
-            assert index.fill_some(64, lambda: False) is True  # one slice, not the note
-            assert index.filling()["chunks_embedded"] == 0  # stored whole, later
+            assert index.keeper.fill_some(64, lambda: False) is True  # one slice, not the note
+            assert index.keeper.filling()["chunks_embedded"] == 0  # stored whole, later
             assert 0 < len(embedded_inputs(server)) < chunks / 2
             # The index is free between calls: a note saved now is recorded with its vectors
             # (as a watcher records it while the filler runs).
             write_notes(kb, {"saved.md": "# Saved\n\nThe metrics endpoint listens on 9420.\n"})
             assert index.sync(["saved.md"], vectors=["saved.md"]).chunks_embedded == 1
             calls = 1
-            while index.fill_some(64, lambda: False):
+            while index.keeper.fill_some(64, lambda: False):
                 calls += 1
                 assert calls < chunks, "the filler makes no headway"
             assert calls >= 3
-            assert index.filling()["chunks_embedded"] == chunks + 1
+            assert index.keeper.filling()["chunks_embedded"] == chunks + 1
             inputs = embedded_inputs(server)
             assert len(inputs) == len(set(inputs)) == chunks + 1  # nothing embedded twice
             assert index.search("kx0399q", 1, mode="dense")  # stored, searchable by vector
@@ -389,7 +389,8 @@ def test_a_big_note_is_embedded_a_slice_a_call_and_stored_whole_once_cached(
 def test_a_saved_big_note_leaves_its_vectors_to_the_filler(tmp_path: Path) -> None:
     """A watcher's sync embeds the few notes saved, unless they are big: a 5 MB note
     would hold the index for minutes, and every later save with it."""
-    from askmd.pipeline import FOREGROUND_BYTES, Index
+    from askmd.index.keeper import FOREGROUND_BYTES
+    from askmd.pipeline import Index
     from askmd.settings import load_settings
 
     kb = write_notes(tmp_path / "kb", {"a.md": "# A\n\nAlpha.\n"})
@@ -402,7 +403,7 @@ def test_a_saved_big_note_leaves_its_vectors_to_the_filler(tmp_path: Path) -> No
         index = Index(settings)
         try:
             index.sync()
-            index.fill_in_background()
+            index.keeper.fill_in_background()
             line = "Crate kx{:06}q entered the depot log at minute {} of the day.\n\n"
             write_notes(
                 kb,
@@ -416,7 +417,7 @@ def test_a_saved_big_note_leaves_its_vectors_to_the_filler(tmp_path: Path) -> No
             assert report.files_added == 2
             assert report.chunks_embedded == 1  # small.md's; big.md's are the filler's
         finally:
-            index.filler.stop()
+            index.keeper.filler.stop()
             index.manifest.close()
 
 
@@ -497,7 +498,7 @@ def test_while_vectors_are_stored_a_question_about_an_unknown_name_is_declined(
     overrides = {"knowledge_dir": kb, "index_dir": tmp_path / "ix"}
     index = Index(load_settings(environ={}, dotenv_path=None, overrides=overrides))
     index.sync(vectors=False)
-    assert index.filling()["chunks_embedded"] == 0
+    assert index.keeper.filling()["chunks_embedded"] == 0
     result = index.ask("What is the capital of Australia?", [], 5)
     assert result.answered is False
     assert result.text == "Your notes don't seem to answer this. They never mention “Australia”."

@@ -112,13 +112,13 @@ def test_notes_waiting_for_vectors_are_related_by_words_and_links(tmp_path) -> N
     index = pipeline.Index(settings)
     index.sync()
     index.manifest.unfill()  # every vector is to be stored again
-    found = index.related("Garden/Peppers.md", k=4)
+    found = index.graph.related("Garden/Peppers.md", k=4)
     related = by_source(found)
     assert "similar words" in related["Garden/Tomatoes.md"]["why"]
     assert not any("similar" in r["why"] for r in found["related"])
     assert "Garden/Peppers.md" not in related
     with pytest.raises(NotFound):
-        index.related("Nowhere.md")
+        index.graph.related("Nowhere.md")
 
 
 def test_mcp_related_notes_tool(indexed) -> None:

@@ -102,7 +102,7 @@ def test_one_writer_per_process_a_background_sync_does_not_queue(index: Index) -
     holding, release = threading.Event(), threading.Event()
 
     def change() -> None:
-        with index.writing():
+        with index.keeper.writing():
             holding.set()
             release.wait(10)
 

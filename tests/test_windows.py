@@ -220,9 +220,9 @@ def test_the_background_filler_gives_windows_to_an_older_index(tmp_path) -> None
     _forget_windows(tmp_path / "ix")
     index = Index(index.settings)
     try:
-        assert index.fill_some(2, lambda: False) is True  # two chunks' worth: more to do
+        assert index.keeper.fill_some(2, lambda: False) is True  # two chunks' worth: more to do
         assert 0 < _window_entries(tmp_path / "ix")[0] < 4
-        while index.fill_some(2, lambda: False):
+        while index.keeper.fill_some(2, lambda: False):
             pass
         assert _window_entries(tmp_path / "ix") == (4, windows.key(models.MINILM.id))
         assert [(h.chunk_id, h.score) for h in index.search(QUESTION, 4)] == expected
@@ -240,7 +240,7 @@ def test_a_note_changed_on_disk_does_not_keep_the_filler_busy(tmp_path) -> None:
     index = Index(index.settings)
     try:
         calls = 1
-        while index.fill_some(64, lambda: False):
+        while index.keeper.fill_some(64, lambda: False):
             calls += 1
             assert calls < 10, "the filler keeps retrying a note it cannot do"
         assert _window_entries(tmp_path / "ix") == (3, windows.key(models.MINILM.id))
@@ -376,9 +376,9 @@ def test_an_older_chinese_index_gets_its_windows_at_index_and_from_the_filler(
     _forget_side_windows(tmp_path / "ix")
     index = Index(index_settings(kb, tmp_path / "ix"))
     try:
-        assert index.fill_some(2, lambda: False) is True  # two chunks' worth: more to do
+        assert index.keeper.fill_some(2, lambda: False) is True  # two chunks' worth: more to do
         assert 0 < _side_entries(tmp_path / "ix")[0] < 5
-        while index.fill_some(2, lambda: False):
+        while index.keeper.fill_some(2, lambda: False):
             pass
         assert _side_entries(tmp_path / "ix") == (5, SIDE_KEY)
         assert index.search(CHINESE_QUESTION, 1)[0].source == "手册.md"

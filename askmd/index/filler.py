@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from askmd.errors import AskmdError, Busy, IndexBusy
 
 if TYPE_CHECKING:
-    from askmd.pipeline import Index
+    from askmd.index.keeper import Keeper
 
 GROUP_CHUNKS = 64  # chunks per group: a saved note waits at most one group (seconds)
 IDLE_SECONDS = 30.0  # with nothing to do, look again this often (another process's sync)
@@ -45,8 +45,8 @@ def recorded(state: str | None) -> str:
 
 
 class Filler:
-    def __init__(self, index: Index, on_error: Callable[[str], None]) -> None:
-        self.index = index
+    def __init__(self, keeper: Keeper, on_error: Callable[[str], None]) -> None:
+        self.keeper = keeper
         self.on_error = on_error
         self.error: str | None = None
         self._wake = threading.Event()
@@ -69,7 +69,7 @@ class Filler:
         """Whether to stop at the next group of vectors: on leaving, or when another
         thread of this process waits to write (a /reindex, a saved note): it should not
         wait for the filler's whole turn."""
-        return self._stop.is_set() or self.index.writer.wanted
+        return self._stop.is_set() or self.keeper.access.writer.wanted
 
     def start(self) -> None:
         self._thread.start()
@@ -90,7 +90,7 @@ class Filler:
         failures = 0
         while not self._stop.is_set():
             try:
-                more = self.index.fill_some(GROUP_CHUNKS, self.paused)
+                more = self.keeper.fill_some(GROUP_CHUNKS, self.paused)
             except (Busy, IndexBusy):  # another writer (a saved note, another process) first
                 self._stop.wait(BUSY_SECONDS)
                 continue
@@ -121,7 +121,7 @@ class Filler:
     def _record(self, state: str) -> None:
         """Note the state in the index (`stats` of another process reads it)."""
         try:
-            self.index.manifest.set(filler=f"{os.getpid()} {state}")
+            self.keeper.access.manifest.set(filler=f"{os.getpid()} {state}")
         except Exception:  # noqa: BLE001 - only a report; this process's own stats has it
             logging.getLogger("askmd").debug("recording the filler's state failed", exc_info=True)
 

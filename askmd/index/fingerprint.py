@@ -56,3 +56,9 @@ def what_changed(old: str, new: str) -> str:
         f"chunk settings changed (size {before.get('size')} → {after.get('size')}, "
         f"overlap {before.get('overlap')} → {after.get('overlap')})"
     )
+
+
+def store_meta(embedder_id: str, settings: Settings) -> dict[str, str]:
+    """What the vector store records of what made its vectors: opened with anything else,
+    it is refused or rebuilt (store.py)."""
+    return {"embedder": embedder_id, "fingerprint": fingerprint(settings)}

@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING
 
 from askmd.index import windows
-from askmd.index.fingerprint import companion_id, fingerprint
+from askmd.index.fingerprint import companion_id, store_meta
 from askmd.index.keyword_phase import GROUP_CHUNKS
 from askmd.index.manifest import Manifest
 from askmd.index.repair import open_for_filling
@@ -80,7 +80,7 @@ def fill(
     report = report if report is not None else SyncReport()
     progress = progress or NoProgress()
     embedder = make_embedder()
-    meta = {"embedder": embedder.id, "fingerprint": fingerprint(settings)}
+    meta = store_meta(embedder.id, settings)
     with store.releasing():  # a Chroma server's writer lease, claimed when it is opened
         open_for_filling(store, manifest, meta, report, commit, settings.knowledge_dir)
         _fill(settings, store, manifest, embedder, report, progress, commit, sources, chunks, stop)

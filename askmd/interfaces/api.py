@@ -177,12 +177,12 @@ def create_app(index: Index, loopback_only: bool = True) -> FastAPIOffline:
     @app.get("/api/v1/stats", tags=["index"])
     def stats() -> dict:
         """What is indexed: the `stats --json` object."""
-        return index.stats()
+        return index.graph.stats()
 
     @app.get("/api/v1/collections", tags=["index"])
     def collections() -> dict:
         """The index's collection with its documents and their chunk counts."""
-        info = index.stats()
+        info = index.graph.stats()
         files = index.manifest.files() if info["files"] else {}
         return {
             "collections": [
@@ -255,7 +255,7 @@ def create_app(index: Index, loopback_only: bool = True) -> FastAPIOffline:
     ) -> dict:
         """The notes most related to `note` (a path, or a name as a link gives it): the
         `related --json` object; 404 for a note the index does not have."""
-        return index.related(note, k)
+        return index.graph.related(note, k)
 
     @app.post("/api/v1/ask", tags=["questions"], response_model=None)
     def ask(body: AskBody) -> dict | StreamingResponse:

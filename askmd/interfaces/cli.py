@@ -10,16 +10,14 @@ from __future__ import annotations
 import argparse
 import difflib
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from askmd import pipeline, wording
-from askmd.answer.result import Answer
 from askmd.errors import AskmdError
 from askmd.index import index_home
-from askmd.index.indexer import SyncReport
-from askmd.interfaces import console, leaving
+from askmd.interfaces import console
+from askmd.interfaces.cli_common import kept_on_ctrl_c, save, show_sync, stream_answer
+from askmd.interfaces.live import LiveIndex
 from askmd.pipeline import Index
 from askmd.read import chunker, notes, vault
 from askmd.search import retriever
@@ -27,7 +25,6 @@ from askmd.settings import Settings, load_settings
 from askmd.version import __version__
 
 DESCRIPTION = "Ask questions about a folder of Markdown notes, with cited answers."
-LEAVE_WAIT_SECONDS = 30  # leaving the REPL or `watch` waits this long for a sync to end
 
 
 def cmd_chunk(args: argparse.Namespace, settings: Settings) -> int:
@@ -90,7 +87,7 @@ def _source_of(path: Path, knowledge_dir: Path) -> tuple[Path, str]:
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
     """Bring the index in step with the knowledge folder."""
     index = Index(settings)
-    with _kept_on_ctrl_c(index):
+    with kept_on_ctrl_c(index):
         report = index.sync(
             rebuild=args.rebuild,
             progress=console.SyncProgress(),
@@ -105,17 +102,6 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def show_sync(index: Index, report: SyncReport | None) -> None:
-    """What a sync did, in one line (and its warnings), on stderr."""
-    if report is not None:
-        console.show_sync(report, index.settings.knowledge_dir, index.settings.include)
-
-
-def stream_answer(pieces: Iterator[str], sources: int) -> str:
-    """An answer shown on the terminal as the model writes it."""
-    return console.stream_answer(pieces, sources=sources)
-
-
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     """Sync, then show the chunks nearest to a query."""
     if not args.query.strip():  # as `ask` and the API say: an empty query finds nothing
@@ -123,8 +109,8 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     pipeline.check_question(args.query, "the query")  # before any indexing, as below
     filters = _filters(args)  # a bad filter is reported before any indexing
     index = Index(settings)
-    with _kept_on_ctrl_c(index):
-        report = index.sync_to_read(console.SyncProgress(), warn=console.warning)
+    with kept_on_ctrl_c(index):
+        report = index.keeper.sync_to_read(console.SyncProgress(), warn=console.warning)
     if not args.json:
         show_sync(index, report)
     hits = index.search(args.query, args.k or settings.top_k, filters=filters)
@@ -163,8 +149,8 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
 
         saving.check_target(args.save)  # before the work, not after it
     index = Index(settings, loading=console.status)
-    with _kept_on_ctrl_c(index):
-        report = index.sync_to_read(
+    with kept_on_ctrl_c(index):
+        report = index.keeper.sync_to_read(
             None if args.json else console.SyncProgress(), warn=console.warning
         )
     if not args.json:
@@ -177,16 +163,8 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     else:
         console.show_answer(result)
     if args.save:
-        _save(index, [result], args.save)
+        save(index, [result], args.save)
     return 130 if result.cancelled else 0
-
-
-def _save(index: Index, answers: list[Answer], target: str | None) -> None:
-    """Keep answers in a Markdown file, and say where (and when it will be indexed)."""
-    from askmd.answer import saving
-
-    model = index.chat.model if any(a.mode == "llm" for a in answers) else None
-    console.saved(saving.save(answers, target, index.settings, model))
 
 
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
@@ -201,9 +179,9 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         lines = ", ".join(str(n) for n in skipped[:5]) + (" …" if len(skipped) > 5 else "")
         console.warning(f"{args.queries}: skipped {len(skipped)} empty queries (line {lines})")
     index = Index(settings)
-    with _kept_on_ctrl_c(index):  # a read: a read-only or busy index is scored as it is
+    with kept_on_ctrl_c(index):  # a read: a read-only or busy index is scored as it is
         progress = None if args.json else console.SyncProgress()
-        report = index.sync_to_read(progress, warn=console.warning)
+        report = index.keeper.sync_to_read(progress, warn=console.warning)
     if not args.json:
         show_sync(index, report)
     if args.answers:
@@ -231,18 +209,6 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-@contextmanager
-def _kept_on_ctrl_c(index: Index) -> Iterator[None]:
-    """Ctrl-C during a sync: say how much of the index is kept (every finished group of
-    files is), since the next run goes on from there."""
-    try:
-        yield
-    except KeyboardInterrupt:
-        stats = index.stats()
-        console.interrupted(stats["chunks"], stats["chunks_embedded"])
-        raise
-
-
 def _filters(args: argparse.Namespace) -> retriever.Filters | None:
     source, level = getattr(args, "source", None), getattr(args, "heading_level", None)
     tags = getattr(args, "tag", None)
@@ -264,7 +230,7 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
         else:
             console.show_file_status(found)
         return 0
-    stats = Index(settings).stats()
+    stats = Index(settings).graph.stats()
     if args.json:
         console.print_json(stats)
     else:
@@ -274,7 +240,7 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_links(args: argparse.Namespace, settings: Settings) -> int:
     """A note's outgoing links (broken ones marked) and the notes that link to it."""
-    found = Index(settings).links(args.note)
+    found = Index(settings).graph.links(args.note)
     if args.json:
         console.print_json(found)
         return 0
@@ -290,11 +256,11 @@ def cmd_links(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_related(args: argparse.Namespace, settings: Settings) -> int:
     """Sync, then list the notes most related to one note, and why."""
     index = Index(settings)
-    with _kept_on_ctrl_c(index):
-        report = index.sync_to_read(console.SyncProgress(), warn=console.warning)
+    with kept_on_ctrl_c(index):
+        report = index.keeper.sync_to_read(console.SyncProgress(), warn=console.warning)
     if not args.json:
         show_sync(index, report)
-    found = index.related(args.note, args.k or pipeline.RELATED_K)
+    found = index.graph.related(args.note, args.k or pipeline.RELATED_K)
     if args.json:
         console.print_json(found)
     else:
@@ -377,10 +343,8 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
     change (with --json, one JSON object per line), until Ctrl-C."""
     import json
 
-    from askmd.interfaces.watcher import Watcher
-
     index = Index(settings)
-    with _kept_on_ctrl_c(index):
+    with kept_on_ctrl_c(index):
         report = index.sync(progress=console.SyncProgress(), on_wait=console.warning)
     if not args.json:
         show_sync(index, report)
@@ -398,18 +362,11 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
         sys.stderr.write(f"watching {folder}/ — Ctrl-C to stop\n")
         sys.stderr.flush()
 
-    watcher = Watcher(index, changed, console.warning, on_ready=ready)
     # A big note saved is searchable by keyword at once; its vectors are stored in the
     # background, a slice at a time, so the notes saved after it are not kept waiting.
-    index.fill_in_background(console.warning)
-    try:
-        watcher.run()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        if index.filler is not None:
-            index.filler.stop(timeout=LEAVE_WAIT_SECONDS)
-        leaving.exit_now_if_busy(0)
+    with LiveIndex(index, on_change=changed, on_notice=console.warning, watch=True) as live:
+        index.keeper.fill_in_background(console.warning)
+        live.watch_here(on_ready=ready)
     return 0
 
 
@@ -724,8 +681,7 @@ def _reader_left() -> int:
 
 
 def _repl():
-    """The REPL's command, imported when it runs: repl.py builds on this module's
-    helpers (show_sync, stream_answer, ...)."""
+    """The REPL's command: its module loads only when it runs."""
     from askmd.interfaces import repl
 
     return repl.cmd_repl

@@ -204,7 +204,7 @@ def ingest(
     hold the writer together (up to `queue` s behind this process's other changes, `wait`
     s behind another process's), so a refused change has changed nothing."""
     settings = index.settings
-    with index.writing(queue=queue, wait=wait):
+    with index.keeper.writing(queue=queue, wait=wait):
         check_folder_there(settings)
         if file_path is not None:
             source = existing(settings, file_path)
@@ -234,7 +234,7 @@ def delete(index: Index, name: str, queue: float | None = None, wait: float = 5.
     """Move a note to the trash and take its chunks out of the index: the API's DELETE,
     `{"status": "deleted", "file", "chunks", "trash"}`."""
     settings = index.settings
-    with index.writing(queue=queue, wait=wait):
+    with index.keeper.writing(queue=queue, wait=wait):
         check_folder_there(settings)
         source = source_of(settings, name)
         _no_link_on_the_way(settings, source)

@@ -39,8 +39,8 @@ from typing_extensions import TypedDict
 from askmd import pipeline
 from askmd.answer.limits import MAX_QUESTION_CHARS
 from askmd.errors import AskmdError, NotFound, first_line
-from askmd.index import indexer
-from askmd.interfaces import console, folder, leaving
+from askmd.interfaces import console, folder
+from askmd.interfaces.live import LiveIndex
 from askmd.pipeline import Index
 from askmd.read import notes, readers
 from askmd.version import __version__
@@ -281,58 +281,42 @@ class Notes:
         self.index = index
         self.settings = index.settings
         self.watch = self.settings.watch if watch is None else watch
-        self.started = threading.Event()  # the start-up sync is over (done, or given up)
-        self.leaving = threading.Event()  # stop() was called: start nothing more
-        self.watcher = None
-        self._starting: threading.Thread | None = None
+        self.live = LiveIndex(
+            index, warn=console.warning, on_change=_changed, on_notice=console.warning, watch=watch
+        )
+        self.started = self.live.started  # the start-up sync is over (done, or given up)
+
+    @property
+    def watcher(self):
+        return self.live.watcher
 
     # -- starting ------------------------------------------------------------------------------
 
     def start(self) -> threading.Thread:
         """Sync, then watch, in the background: the client's handshake is answered at once,
         and a tool waits for the sync (index_status does not)."""
-        thread = threading.Thread(target=self._start, name="askmd-mcp-start", daemon=True)
-        self._starting = thread
-        thread.start()
-        return thread
+        return self.live.start_in_background(self._sync)
 
-    def _start(self) -> None:
+    def _sync(self) -> None:
         try:
-            report = self.index.sync_to_read(
-                console.SyncProgress(), warn=console.warning, background=True
-            )
+            report = self.live.sync(console.SyncProgress())
             if report is not None:
                 console.show_sync(report, self.settings.knowledge_dir, self.settings.include)
         except AskmdError as exc:
             console.error(first_line(exc))
         except Exception as exc:  # noqa: BLE001 - the tools still answer from the index
             console.error(f"the start-up sync failed: {type(exc).__name__}: {first_line(exc)}")
-        finally:
-            self.started.set()
-        if self.watch and not self.index.read_only and not self.leaving.is_set():
-            from askmd.interfaces.watcher import Watcher
 
-            self.watcher = Watcher(self.index, _changed, console.warning)
-            self.watcher.start()
-
-    def stop(self, timeout: float = 30.0) -> None:
-        """Wait for the start-up sync (a sync left inside native code while the interpreter
-        shuts down aborts the process), then stop the watcher and the filler it started.
-        A sync still running after `timeout` is left to `leaving.exit_now_if_busy`."""
-        self.leaving.set()
-        if self._starting is not None and self._starting is not threading.current_thread():
-            self._starting.join(timeout)
-        if self.watcher is not None:
-            self.watcher.stop()
-        if self.index.filler is not None:
-            self.index.filler.stop()
+    def stop(self) -> None:
+        """Stop the start-up sync, the watcher and the filler (LiveIndex.stop)."""
+        self.live.stop()
 
     def ready(self) -> None:
         """Before a read: the start-up sync is over, and without a watcher the index is
         brought in step (a no-change sync is one stat a note)."""
         self.started.wait()
         if self.watcher is None and not self.watch and not self.index.read_only:
-            self.index.sync_to_read(warn=console.warning)
+            self.index.keeper.sync_to_read(warn=console.warning)
 
     # -- tools ---------------------------------------------------------------------------------
 
@@ -438,13 +422,13 @@ class Notes:
         with refusals():
             check_text(note, "note")
             self.ready()
-            return self.index.related(note, k)
+            return self.index.graph.related(note, k)
 
     def index_status(self) -> IndexStatus:
         """What is indexed (the `stats --json` object), whether a sync is running now, and
         whether saved changes are being watched."""
         with refusals():
-            stats = self.index.stats()
+            stats = self.index.graph.stats()
             syncing = not self.started.is_set() or _lock_held(self.settings.index_dir)
             watching = self.watcher is not None and self.watcher.ready.is_set()
             return {**stats, "syncing": syncing, "watching": watching}
@@ -537,11 +521,8 @@ class Notes:
         """Each note's title, as its first chunk carries it in the store."""
         if not sources:
             return {}
-        index = self.index
-        meta = {"embedder": index.embedder.id, "fingerprint": indexer.fingerprint(self.settings)}
-        with index.lock.reading():
-            index.store.ensure_open(meta)
-            found = index.store.get([f"{s}#0" for s in sources])
+        with self.index.reading() as store:
+            found = store.get([f"{s}#0" for s in sources])
         return {c.metadata.get("source", ""): str(c.metadata.get("title") or "") for c in found}
 
 
@@ -757,14 +738,11 @@ def serve(settings, allow_write: bool = False) -> int:
     wire = divert_stdout()
     index = Index(settings, loading=console.status)
     server = build(index, allow_write)
-    server.notes.start()
-    mode = "read and write" if allow_write else "read-only"
-    console.err.print(
-        f"askmd MCP server over {settings.knowledge_dir.resolve()}/ ({mode}), on stdio"
-    )
-    try:
+    with server.notes.live:  # stopped on leaving, however it ends
+        server.notes.start()
+        mode = "read and write" if allow_write else "read-only"
+        console.err.print(
+            f"askmd MCP server over {settings.knowledge_dir.resolve()}/ ({mode}), on stdio"
+        )
         anyio.run(_serve, server, wire)
-    finally:
-        server.notes.stop()
-        leaving.exit_now_if_busy(0)
     return 0

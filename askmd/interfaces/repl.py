@@ -14,14 +14,9 @@ from askmd import pipeline
 from askmd.answer import followup
 from askmd.answer.result import Answer, Turn
 from askmd.errors import AskmdError
-from askmd.interfaces import console, leaving
-from askmd.interfaces.cli import (
-    LEAVE_WAIT_SECONDS,
-    _kept_on_ctrl_c,
-    _save,
-    show_sync,
-    stream_answer,
-)
+from askmd.interfaces import console
+from askmd.interfaces.cli_common import kept_on_ctrl_c, save, show_sync, stream_answer
+from askmd.interfaces.live import LiveIndex
 from askmd.pipeline import Index
 from askmd.search import retriever
 from askmd.settings import Settings
@@ -61,78 +56,58 @@ class Conversation:
 def cmd_repl(args: argparse.Namespace, settings: Settings) -> int:
     """The interactive loop: sync first (the MD5 check), then questions."""
     index = Index(settings, loading=console.status)
-    with _kept_on_ctrl_c(index):
-        # At a terminal the prompt comes once every note is searchable by keyword, and
-        # the vectors follow in the background; piped lines get the vectors first.
-        first = 0 if sys.stdin.isatty() else None
-        report = index.sync_to_read(
-            console.SyncProgress(), warn=console.warning, background=True, foreground=first
-        )
-        show_sync(index, report)
+    notices: list[str] = []  # what the watcher has to say, said before the next answer
+    with LiveIndex(index, warn=console.warning, on_notice=notices.append) as live:
+        with kept_on_ctrl_c(index):
+            # At a terminal the prompt comes once every note is searchable by keyword, and
+            # the vectors follow in the background; piped lines get the vectors first.
+            first = 0 if sys.stdin.isatty() else None
+            show_sync(index, live.sync(console.SyncProgress(), foreground=first))
+        live.watch()
+        return _loop(index, settings, lambda: _say(live, notices))
+
+
+def _loop(index: Index, settings: Settings, say) -> int:
     talk = Conversation([])
-    live = _live(index)
     interactive = sys.stdin.isatty()
     if interactive:
         _enable_history(settings.index_dir / "history")
         folder, where = settings.knowledge_dir.resolve(), settings.index_dir
-        filling = index.filling()  # read first: the prompt follows the banner at once
+        filling = index.keeper.filling()  # read first: the prompt follows the banner at once
         console.notice(
             f"askmd over {folder}/ (index in {where}/) — /help for commands, /quit to leave"
         )
         console.show_filling(filling)
-    try:
-        while True:
-            try:
-                line = input("› " if interactive else "").strip()
-            except EOFError:
+    while True:
+        try:
+            line = input("› " if interactive else "").strip()
+        except EOFError:
+            return 0
+        except KeyboardInterrupt:
+            console.notice("")
+            continue
+        if not line:
+            continue
+        say()  # what changed on disk since the last answer, never during one
+        try:
+            if _repl_command(index, talk, line) is False:
                 return 0
-            except KeyboardInterrupt:
-                console.notice("")
-                continue
-            if not line:
-                continue
-            if live is not None:
-                live.say()  # what changed on disk since the last answer, never during one
-            try:
-                if _repl_command(index, talk, line) is False:
-                    return 0
-            except AskmdError as exc:
-                console.error(str(exc))
-            except KeyboardInterrupt:
-                console.cancelled()
-    finally:
-        if live is not None:  # no sync may be half-way when the interpreter shuts down
-            live.watcher.stop(timeout=LEAVE_WAIT_SECONDS)
-        if index.filler is not None:  # the group in flight ends; the rest waits for next time
-            index.filler.stop(timeout=LEAVE_WAIT_SECONDS)
-        leaving.exit_now_if_busy(0)
+        except AskmdError as exc:
+            console.error(str(exc))
+        except KeyboardInterrupt:
+            console.cancelled()
 
 
-class _Live:
-    """The REPL's watcher: notes saved on disk reach the index while the REPL waits, and
-    what changed is said in one line before the next answer, never in the middle of one."""
-
-    def __init__(self, index: Index) -> None:
-        from askmd.interfaces.watcher import Watcher
-
-        self._notices: list[str] = []
-        self.watcher = Watcher(index, on_notice=self._notices.append)
-        self.watcher.start()
-
-    def say(self) -> None:
-        for line in self._notices[:]:
-            self._notices.remove(line)
-            console.warning(line)
-        updated = self.watcher.take_updated()
-        if updated:
-            console.notice(f"{console.plural(len(updated), 'note')} updated")
-
-
-def _live(index: Index) -> _Live | None:
-    settings = index.settings
-    if not settings.watch or index.read_only:
-        return None
-    return _Live(index)
+def _say(live: LiveIndex, notices: list[str]) -> None:
+    """What the watcher did since the last answer, in one line, and what it had to say."""
+    if live.watcher is None:
+        return
+    for line in notices[:]:
+        notices.remove(line)
+        console.warning(line)
+    updated = live.watcher.take_updated()
+    if updated:
+        console.notice(f"{console.plural(len(updated), 'note')} updated")
 
 
 # Typed alone, these leave (as Python's REPL hints): no one asks their notes "exit".
@@ -147,30 +122,30 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
     if word == "/help":
         console.notice(REPL_HELP)
     elif word == "/reindex":
-        with _kept_on_ctrl_c(index):
+        with kept_on_ctrl_c(index):
             report = index.sync(
                 rebuild=True, progress=console.SyncProgress(), on_wait=console.warning
             )
             show_sync(index, report)
     elif word == "/stats":
-        console.show_stats(index.stats())
+        console.show_stats(index.graph.stats())
     elif word == "/debug":
-        console.show_filling(index.filling())
+        console.show_filling(index.keeper.filling())
         if not rest.strip():
             raise AskmdError("/debug needs a question, e.g. /debug how do I rotate the keys?")
         filters = talk.filters()
         query, hits = followup.resolve(  # as a question here would be searched, without a model
             rest, talk.turns, lambda q: index.search(q, index.settings.top_k, filters=filters), None
         )
-        _show_dates(index.dates_in(query), filters)
-        console.show_debug(hits, query, index.backlinks())
+        _show_dates(index.searcher.dates_in(query), filters)
+        console.show_debug(hits, query, index.graph.backlinks())
         talk.sources = (query, hits)
         if hits:
-            console.show_verdict(index.grounding().judge(query, hits))
+            console.show_verdict(index.answerer.grounding().judge(query, hits))
     elif word == "/related":
         if not rest.strip():
             raise AskmdError("/related needs a note, e.g. /related Ideas/Garden.md")
-        console.show_related(index.related(rest.strip()))
+        console.show_related(index.graph.related(rest.strip()))
     elif word == "/sources":
         if talk.sources is None:
             raise AskmdError("no answer yet: ask a question first")
@@ -183,11 +158,11 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
         talk.last = talk.sources = None
         console.notice("conversation cleared")
     elif word == "/save":
-        _save(index, talk.answers, rest.strip() or None)
+        save(index, talk.answers, rest.strip() or None)
     elif word.startswith("/"):
         raise AskmdError(f"unknown command {word}; /help lists the commands")
     else:
-        console.show_filling(index.filling())
+        console.show_filling(index.keeper.filling())
         result = _ask_in_repl(index, talk, line)
         console.show_answer(result, hint=talk.last is None)
         talk.last = result

@@ -14,12 +14,13 @@ import socket
 import sys
 
 from askmd.errors import AskmdError, BadRequest, first_line
-from askmd.interfaces import leaving
 from askmd.interfaces.guard import is_loopback
+from askmd.interfaces.live import LiveIndex
 from askmd.pipeline import Index
 from askmd.settings import Settings
 
 KEEP_ALIVE_SECONDS = 5  # an idle connection is closed after this
+LEAVE_WAIT_SECONDS = 10  # on Ctrl-C or SIGTERM: the watcher's and filler's work in hand
 HEAD_SECONDS = 5  # for a request's head to arrive, and its body to begin
 MIN_BYTES_PER_SECOND = 64 * 1024  # the slowest body accepted, after HEAD_SECONDS
 _SLOW = b'{"error": "the request arrived too slowly; send it again"}'
@@ -45,54 +46,45 @@ def serve(settings: Settings, host: str, port: int) -> int:
         raise BadRequest(f"--port {port}: give a port from 1 to 65535, or 0 for any free one")
     sock = _bind(host, port)
     index = Index(settings)
-    # A read-only index folder is served as it is (ingest and DELETE then refuse).
-    report = index.sync_to_read(console.SyncProgress(), warn=console.warning, background=True)
-    if report is not None:
-        console.show_sync(report, settings.knowledge_dir, settings.include)
-    with console.status("loading the models"):
-        index.search("warm up", 1)  # loads the embedder and opens Chroma before any request
-        _ = index.chat  # and a local LLM, if one is configured
-    logging.basicConfig(format="askmd: %(message)s", level=logging.WARNING, stream=sys.stderr)
-    watcher = _watch(index)
-    bound_host, bound_port = sock.getsockname()[:2]
-    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
-    url = f"http://{shown}:{bound_port}"
-    print(f"askmd serving {settings.knowledge_dir} at {url}", flush=True)
-    console.notice("API docs at /docs · Ctrl-C to stop")
-    config = uvicorn.Config(
-        api.create_app(index, loopback_only=loopback),
-        http=_protocol(),
-        timeout_keep_alive=KEEP_ALIVE_SECONDS,
-        log_level="warning",
-        access_log=False,
-        timeout_graceful_shutdown=3,
-        server_header=False,
-    )
-    # uvicorn passes a SIGTERM it caught on to the handler before it once it has shut
-    # down: exit normally then, so what is cleaned up at exit (a read-only index's private
-    # copy) is, instead of dying by the signal.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    try:
-        uvicorn.Server(config).run(sockets=[sock])
-    finally:
-        if watcher is not None:
-            watcher.stop()
-        if index.filler is not None:
-            index.filler.stop()
-        leaving.exit_now_if_busy(0)
-    return 0
-
-
-def _watch(index: Index):
-    """Apply notes saved on disk while serving (ASKMD_WATCH), each change one log line."""
-    if not index.settings.watch or index.read_only:
-        return None
-    from askmd.interfaces.watcher import Watcher
-
     log = logging.getLogger("askmd.server")
-    watcher = Watcher(index, on_change=lambda c: log.warning("%s", c.line()), on_notice=log.warning)
-    watcher.start()
-    return watcher
+    # Notes saved on disk while serving are applied (ASKMD_WATCH), each change a log line.
+    live = LiveIndex(
+        index,
+        warn=console.warning,
+        on_change=lambda c: log.warning("%s", c.line()),
+        on_notice=log.warning,
+        leave_wait=LEAVE_WAIT_SECONDS,
+    )
+    with live:
+        # A read-only index folder is served as it is (ingest and DELETE then refuse).
+        report = live.sync(console.SyncProgress())
+        if report is not None:
+            console.show_sync(report, settings.knowledge_dir, settings.include)
+        with console.status("loading the models"):
+            index.search("warm up", 1)  # loads the embedder and opens Chroma before any request
+            _ = index.answerer.chat  # and a local LLM, if one is configured
+        logging.basicConfig(format="askmd: %(message)s", level=logging.WARNING, stream=sys.stderr)
+        live.watch()
+        bound_host, bound_port = sock.getsockname()[:2]
+        shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+        url = f"http://{shown}:{bound_port}"
+        print(f"askmd serving {settings.knowledge_dir} at {url}", flush=True)
+        console.notice("API docs at /docs · Ctrl-C to stop")
+        config = uvicorn.Config(
+            api.create_app(index, loopback_only=loopback),
+            http=_protocol(),
+            timeout_keep_alive=KEEP_ALIVE_SECONDS,
+            log_level="warning",
+            access_log=False,
+            timeout_graceful_shutdown=3,
+            server_header=False,
+        )
+        # uvicorn passes a SIGTERM it caught on to the handler before it once it has shut
+        # down: exit normally then, so what is cleaned up at exit (a read-only index's
+        # private copy) is, instead of dying by the signal.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        uvicorn.Server(config).run(sockets=[sock])
+    return 0
 
 
 def _protocol() -> type:
