@@ -18,7 +18,17 @@ from askmd.settings import load_settings
 from tests.conftest import ROOT, write_notes
 
 # The modules that face a user and may print; everything else is the core.
-INTERFACES = {"rag", "cli", "cli_common", "repl", "__main__", "console", "server", "api", "mcp_server"}
+INTERFACES = {
+    "rag",
+    "cli",
+    "cli_common",
+    "repl",
+    "__main__",
+    "console",
+    "server",
+    "api",
+    "mcp_server",
+}
 
 
 STAGES = {"askmd", "askmd.read", "askmd.index", "askmd.search", "askmd.answer", "askmd.interfaces"}
