@@ -117,6 +117,15 @@ def is_cjk_term(term: str) -> bool:
     return bool(term) and _CJK.match(term) is not None
 
 
+CJK_TEXT = 0.3  # the share of CJK letters that makes a text Chinese or Japanese
+
+
+def is_cjk(text: str) -> bool:
+    """Whether a question or a passage is Chinese or Japanese: a third of its letters or so
+    are CJK (an English word or two inside a Chinese sentence leaves it Chinese)."""
+    return cjk_share(text) >= CJK_TEXT
+
+
 def cjk_share(text: str) -> float:
     """The share of a text's letters and digits that are CJK: 0.0 for English, 1.0 for
     Chinese. Counted by regular expressions, not letter by letter in Python: a search asks

@@ -32,12 +32,14 @@ import statistics
 import tempfile
 import time
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 from askmd.answer import dated, grounding
 from askmd.pipeline import Index
 from askmd.search import dates_in_query, retriever
 from askmd.search.dates_in_query import Period
+from askmd.search.tuning import SHIPPED
 from askmd.settings import load_settings
 
 HERE = Path(__file__).resolve().parent / "dates"
@@ -85,22 +87,23 @@ def judged(index: Index, row: dict, period: Period | None) -> tuple[bool, float]
 def rank(index: Index, rows: list[dict], way: str, dated: str, boost: float) -> dict[str, list]:
     """Per kind of question: whether each first hit is right, and its top 5's share of
     other days (under the key "kind others"), ranked this way."""
-    understood = Index.__dict__["dates_in"]
+    understood = index.searcher.dates_in
     if way == "none":
-        Index.dates_in = staticmethod(lambda query: None)  # as before dates were read
-    retriever.DATED, retriever.DATE_BOOST = dated, boost
+        index.searcher.dates_in = lambda query: None  # as before dates were read
+    index.tuning = replace(SHIPPED, dated=dated, date_boost=boost)
     found: dict[str, list] = defaultdict(list)
     try:
         for row in rows:
             os.environ["ASKMD_TODAY"] = row["today"]
-            right, others = judged(index, row, understood(index, row["q"]))
+            right, others = judged(index, row, understood(row["q"]))
             kind = row["kind"]
             found[kind].append(right)
             if kind != "undated":
                 found["dated"].append(right)
                 found["others"].append(others)
     finally:
-        Index.dates_in = understood
+        vars(index.searcher).pop("dates_in", None)
+        index.tuning = SHIPPED
     return found
 
 
@@ -108,7 +111,7 @@ def latency(index: Index, rows: list[dict], rounds: int) -> tuple[float, float]:
     """Median search time (ms) of the undated questions with dates read and without,
     each question timed both ways in turn, so both see the same machine."""
     undated = [r["q"] for r in rows if r["kind"] == "undated"]
-    understood, dated = Index.__dict__["dates_in"], retriever._with_dates
+    dated = retriever._with_dates
     times: dict[bool, list[float]] = {True: [], False: []}
     for q in undated:  # warm: the model, the caches
         index.search(q, 5)
@@ -116,14 +119,15 @@ def latency(index: Index, rows: list[dict], rounds: int) -> tuple[float, float]:
         for q in undated:
             for on in (True, False) if n % 2 else (False, True):
                 if not on:  # as before: no reading of the question, no dates looked up
-                    Index.dates_in = staticmethod(lambda query: None)
+                    index.searcher.dates_in = lambda query: None
                     retriever._with_dates = lambda hits, manifest: hits
                 try:
                     started = time.perf_counter()
                     index.search(q, 5)
                     times[on].append((time.perf_counter() - started) * 1000)
                 finally:
-                    Index.dates_in, retriever._with_dates = understood, dated
+                    vars(index.searcher).pop("dates_in", None)
+                    retriever._with_dates = dated
     return statistics.median(times[True]), statistics.median(times[False])
 
 

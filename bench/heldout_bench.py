@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> None:
             notes = rewrapped(notes, args.rewrap, args.index_root / "notes" / name)
             home = args.index_root / f"{name}-wrapped-{args.rewrap}"
         index = open_index(notes, home, environ)
-        made = index.grounding
+        made = index.answerer.grounding
 
         margins = {k: float(v) for k, v in (o.split("=", 1) for o in args.override)}
 
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
             ]
             return ground
 
-        index.grounding = grounding  # type: ignore[method-assign]
+        index.answerer.grounding = grounding  # type: ignore[method-assign]
         queries = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
         rows: dict[str, list[dict]] = {"dev": [], "test": []}
         for q in queries:

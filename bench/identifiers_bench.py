@@ -1,7 +1,7 @@
 """Exact identifiers: is the one chunk holding a looked-up identifier ranked first?
 
     python -m bench.identifiers_bench            # made-up and real identifiers
-    python -m bench.identifiers_bench --off      # the same with retriever.EXACT_IDENTIFIERS off
+    python -m bench.identifiers_bench --off      # the same with SearchTuning.exact_identifiers off
 
 Two sets over a copy of ../shared/data/obsidian-dev-docs/en (the copy is made once under
 --work and reused):
@@ -21,10 +21,12 @@ import argparse
 import re
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from askmd.pipeline import Index
-from askmd.search import identifiers, retriever
+from askmd.search import identifiers
+from askmd.search.tuning import SHIPPED
 from bench.common import DATA, open_index, tiny_folder
 
 VAULT = DATA / "obsidian-dev-docs" / "en"
@@ -85,19 +87,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--made-up", type=int, default=MADE_UP, help="notes given a made-up word")
     parser.add_argument("--real", type=int, default=REAL, help="real identifiers looked up")
     args = parser.parse_args(argv)
-    chosen = retriever.EXACT_IDENTIFIERS
-    retriever.EXACT_IDENTIFIERS = not args.off
-    try:
-        folder = prepare(args.work, args.vault, args.made_up)
-        index = open_index(folder, args.work / "index")
-        made_up = [(f"quokka{i}marmalade rule", f"quokka{i}marmalade") for i in range(args.made_up)]
-        real = [(f"{word} usage", term) for word, term in real_identifiers(index, args.real)]
-        print("| set | lookups | holding chunk first | in the top 3 |")
-        print("| --- | ---: | ---: | ---: |")
-        score(index, made_up, "made-up (quokka{i}marmalade)")
-        score(index, real, "real (the vault's rare identifiers)")
-    finally:
-        retriever.EXACT_IDENTIFIERS = chosen
+    folder = prepare(args.work, args.vault, args.made_up)
+    index = open_index(folder, args.work / "index")
+    index.tuning = replace(SHIPPED, exact_identifiers=not args.off)
+    made_up = [(f"quokka{i}marmalade rule", f"quokka{i}marmalade") for i in range(args.made_up)]
+    real = [(f"{word} usage", term) for word, term in real_identifiers(index, args.real)]
+    print("| set | lookups | holding chunk first | in the top 3 |")
+    print("| --- | ---: | ---: | ---: |")
+    score(index, made_up, "made-up (quokka{i}marmalade)")
+    score(index, real, "real (the vault's rare identifiers)")
 
 
 def smoke(tmp: Path) -> None:

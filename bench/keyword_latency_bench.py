@@ -4,12 +4,12 @@ Builds a keyword-only index of a folder (`rag.py index --keyword-only`: notes re
 chunked and recorded with their postings, nothing embedded: postings do not need
 vectors), then times `Manifest.keyword` on queries of rare, mid-frequency and common
 terms and on the real questions of SciFact and CMRC, with the retriever's candidate pool
-(retriever.MIN_POOL). `--exact` times the full-scan reference query
-(`Manifest.keyword_exact`) as well, for the before/after table. The index stays in
---index-dir to be reused; `--no-change N` times N no-change `index --keyword-only` runs.
+(retriever.MIN_POOL). The index stays in --index-dir to be reused; `--no-change N` times
+N no-change `index --keyword-only` runs. (The full-scan reference the packed scoring is
+checked against is tests/keyword_reference.py.)
 
     python -m bench.bigfolder --mb 200
-    nice -n 10 python -m bench.keyword_latency_bench --folder /tmp/askmd-big-200 --exact
+    nice -n 10 python -m bench.keyword_latency_bench --folder /tmp/askmd-big-200
 """
 
 from __future__ import annotations
@@ -94,12 +94,12 @@ def _cjk(terms: list[str]) -> bool:
 
 
 def time_queries(
-    manifest: Manifest, texts: list[list[str]], exact: bool, limit: int
+    manifest: Manifest, texts: list[list[str]], limit: int
 ) -> tuple[float, float, float, float]:
     """p50, p95 and max wall ms of one query each (after a warm-up pass), and the p95 of
     the CPU ms this thread spent: on a shared machine the wall time mostly measures the
     other processes."""
-    search = manifest.keyword_exact if exact else manifest.keyword
+    search = manifest.keyword
     for terms in texts[:3]:
         search(terms, limit, cjk=_cjk(terms))
     took, cpu = [], []
@@ -114,20 +114,6 @@ def time_queries(
 def _p95(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-
-
-def agreement(manifest: Manifest, texts: list[list[str]], limit: int) -> int:
-    """How many queries get a different top `limit` from the fast path than the reference."""
-    differ = 0
-    for terms in texts:
-        cjk = _cjk(terms)
-        fast = manifest.keyword(terms, limit, cjk=cjk)
-        ref = manifest.keyword_exact(terms, limit, cjk=cjk)
-        if [c for c, _ in fast] != [c for c, _ in ref] or any(
-            abs(a - b) > 1e-9 for (_, a), (_, b) in zip(fast, ref, strict=True)
-        ):
-            differ += 1
-    return differ
 
 
 def no_change(folder: Path, index_dir: Path, runs: int) -> list[float]:
@@ -151,7 +137,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rebuild", action="store_true", help="build the manifest again")
     parser.add_argument("--queries", type=int, default=60, help="queries per band")
     parser.add_argument("--limit", type=int, default=MIN_POOL)
-    parser.add_argument("--exact", action="store_true", help="time the full-scan query too")
     parser.add_argument("--no-change", type=int, default=0, help="runs of a no-change index")
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--bands", default="", help="comma-separated bands to time (default all)")
@@ -165,20 +150,15 @@ def main(argv: list[str] | None = None) -> int:
     df = frequencies(manifest, index_dir)
     sets = queries(df, chunks, args.queries, args.seed, args.data)
     print(f"chunks {chunks}, terms {len(df)}, limit {args.limit}")
-    print(f"{'band':<18}{'max df':>8}  {'fast p50':>9}{'p95':>8}{'max':>8}{'cpu95':>7}", end="")
-    print(f"  {'full p50':>9}{'p95':>8}{'max':>8}{'cpu95':>7}  differ" if args.exact else "")
+    print(f"{'band':<18}{'max df':>8}  {'p50':>9}{'p95':>8}{'max':>8}{'cpu95':>7}")
     for band, texts in sets.items():
         if not texts:
             continue
         if args.bands and band not in args.bands.split(","):
             continue
         top = max(max((df.get(t, 0) for t in q), default=0) for q in texts)
-        p50, p95, worst, cpu = time_queries(manifest, texts, False, args.limit)
+        p50, p95, worst, cpu = time_queries(manifest, texts, args.limit)
         line = f"{band:<18}{top:>8}  {p50:>9.1f}{p95:>8.1f}{worst:>8.1f}{cpu:>7.1f}"
-        if args.exact:
-            e50, e95, eworst, ecpu = time_queries(manifest, texts, True, args.limit)
-            line += f"  {e50:>9.1f}{e95:>8.1f}{eworst:>8.1f}{ecpu:>7.1f}"
-            line += f"  {agreement(manifest, texts, 10)}"
         print(line, flush=True)
     manifest.close()
     if args.no_change:
@@ -188,9 +168,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def smoke(tmp: Path) -> None:
-    """The tiny folder, three queries a band, the reference query and one no-change run."""
+    """The tiny folder, three queries a band and one no-change run."""
     kb = tiny_folder(tmp / "kb")
-    main(["--folder", str(kb), "--index-dir", str(tmp / "ix"), "--queries", "3", "--exact",
+    main(["--folder", str(kb), "--index-dir", str(tmp / "ix"), "--queries", "3",
           "--no-change", "1", "--data", str(tmp)])  # fmt: skip
 
 

@@ -1,4 +1,4 @@
-"""Window vectors at search (retriever.WINDOWS) on and off, on one index, in one process.
+"""Window vectors at search (SearchTuning.windows) on and off, on one index, in one process.
 
     python -m bench.windows_bench KB IX QUERIES [QUERIES ...] [--latency] [--margins 0.02,0.04]
         [--cjk [--shares 0.4,0.6]]
@@ -9,10 +9,10 @@ of `rag.py eval` (query, relevant; an optional `kind` also gives a row per kind,
 the paraphrase set's hard third; `--prefix en/` when KB holds the set's folder as en/).
 Each set is searched in hybrid ranking as shipped
 (`Index.search`, files by their best chunk, as `rag.py eval` ranks them) with windows on
-and off (and with each `--margins` value as retriever.WINDOW_MARGIN: how much a window's
+and off (and with each `--margins` value as SearchTuning.window_margin: how much a window's
 cosine must beat its chunk's), each setting first in turn question by question;
 `--latency` adds the median search time of each. `--cjk` switches the multilingual
-model's windows for CJK questions instead (retriever.CJK_WINDOWS, CJK_WINDOW_MARGIN);
+model's windows for CJK questions instead (SearchTuning.cjk_windows, cjk_window_margin);
 with `--shares` each set is also searched, windows on, with each value as the CJK dense
 share of the model that ranks CJK questions (the row's "windows" cell names it).
 """
@@ -23,15 +23,16 @@ import argparse
 import json
 import statistics
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from askmd import evaluate
 from askmd.pipeline import Index
 from askmd.search import retriever
+from askmd.search.tuning import SHIPPED
 from bench.common import open_index, tiny_data, tiny_sets
 
 K = 10
-_SWITCHES = ("WINDOWS", "WINDOW_MARGIN")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -45,7 +46,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cjk", action="store_true", help="CJK questions' windows instead")
     parser.add_argument("--shares", default="", help="with --cjk: CJK dense shares to try")
     args = parser.parse_args(argv)
-    switch, margin_of = ("CJK_WINDOWS", "CJK_WINDOW_MARGIN") if args.cjk else _SWITCHES
+    switch, margin_of = (
+        ("cjk_windows", "cjk_window_margin") if args.cjk else ("windows", "window_margin")
+    )
     shares = [float(v) for v in args.shares.split(",") if v] if args.cjk else []
     index = open_index(args.kb, args.ix)
     index.search("warm up", 5)
@@ -60,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
             for k in sorted(set(kind.values()) - {""})
         ]
         for label, group in groups:
-            shipped = getattr(retriever, margin_of)
+            shipped = getattr(SHIPPED, margin_of)
             settings = [("off", False, 0.0), ("on", True, shipped)]
             settings += [(f"on, margin {m}", True, float(m)) for m in args.margins.split(",") if m]
             settings += [(f"on, CJK dense share {v}", True, shipped) for v in shares]
@@ -71,18 +74,17 @@ def main(argv: list[str] | None = None) -> None:
             for n, q in enumerate(group):
                 turn = settings[n % len(settings) :] + settings[: n % len(settings)]
                 for name, on, margin in turn:  # each setting first in turn
-                    setattr(retriever, switch, on)
-                    setattr(retriever, margin_of, margin)
                     share = name.rpartition("share ")[2]
-                    retriever.ALPHA[model] = (alpha[0], float(share)) if "share" in name else alpha
+                    dense = (alpha[0], float(share)) if "share" in name else None
+                    index.tuning = replace(
+                        SHIPPED, **{switch: on, margin_of: margin}, dense_share=dense
+                    )
                     began = time.perf_counter()
                     hits = index.search(q.query, K * evaluate.CHUNKS_PER_FILE)
                     took[name].append((time.perf_counter() - began) * 1000)
                     wanted = {args.prefix + r for r in q.relevant}
                     ranked[name].append((evaluate.rank_files(hits)[:K], wanted))
-            setattr(retriever, switch, True)
-            setattr(retriever, margin_of, shipped)
-            retriever.ALPHA[model] = alpha
+            index.tuning = SHIPPED
             for name, _, _ in settings:
                 m = _metrics(ranked[name])
                 ms = f"{statistics.median(took[name]):.0f}" if args.latency else ""

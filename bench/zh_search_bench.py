@@ -7,22 +7,24 @@ KB is the mixed folder (the vault under en/, the Chinese tldr pages
 under zh/), or with `--english-only` the vault alone (then only the Chinese questions
 about it are asked). Each set is searched as shipped (`Index.search`, files by their best
 chunk) in hybrid and keyword-only ranking. `--shares` also runs hybrid with the dense
-share for CJK questions of the model that ranks them (retriever.ALPHA) set to each value.
+share for CJK questions of the model that ranks them (SearchTuning.dense_share) set to each value.
 `--latency PAUSE` first times every Chinese question three times with PAUSE seconds
 between searches (median and 95th percentile, ms), after one search timed apart: the
 process's first Chinese question, which reads the dictionary. `--without-translated-share`
-also runs hybrid with retriever.TRANSLATED_SHARE off (an English-only model's CJK share
-kept for Chinese questions it reads through their translation). `--without-windows` also
-runs hybrid with retriever.WINDOWS off (no window vectors, windows.py).
+also runs hybrid with SearchTuning.translated_share off (an English-only model's CJK
+share kept for Chinese questions it reads through their translation). `--without-windows`
+also runs hybrid with SearchTuning.windows off (no window vectors, windows.py).
 """
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 from askmd.search import retriever
 from askmd.search.retriever import is_cjk_query
+from askmd.search.tuning import SHIPPED
 from bench.common import (
     PARAPHRASE,
     ZH_SETS,
@@ -64,26 +66,25 @@ def main(argv: list[str] | None = None) -> None:
                     (files(found), {prefix + r for r in q["relevant"]})
                 )
     switches = (
-        (args.without_translated_share, "TRANSLATED_SHARE", "hybrid, translated share off"),
-        (args.without_windows, "WINDOWS", "hybrid, windows off"),
-        (args.without_cjk_windows, "CJK_WINDOWS", "hybrid, CJK windows off"),
+        (args.without_translated_share, "translated_share", "hybrid, translated share off"),
+        (args.without_windows, "windows", "hybrid, windows off"),
+        (args.without_cjk_windows, "cjk_windows", "hybrid, CJK windows off"),
     )
     for wanted, switch, ranking in switches:
         if wanted:
-            setattr(retriever, switch, False)
+            index.tuning = replace(SHIPPED, **{switch: False})
             _hybrid(index, sets, rows, ranking)
-            setattr(retriever, switch, True)
     model = _cjk_model(index)
     base = retriever.ALPHA[model]
     for share in [float(s) for s in args.shares.split(",") if s]:
-        retriever.ALPHA[model] = (base[0], share)
+        index.tuning = replace(SHIPPED, dense_share=(base[0], share))
         _hybrid(index, sets, rows, f"hybrid, CJK dense share {share} ({model})")
-    retriever.ALPHA[model] = base
+    index.tuning = SHIPPED
     print_table(rows)
 
 
 def _hybrid(index, sets: list, rows: dict, ranking: str) -> None:
-    """Every set searched as shipped (with whatever retriever switches are set now)."""
+    """Every set searched with the index's tuning as it is set now."""
     for label, qs, prefix in sets:
         for q in qs:
             found = [h.source for h in index.search(q["query"], 10)]

@@ -2,17 +2,19 @@
 (tldr pages, CC-BY 4.0, copied here) on the real models, Chroma and index.
 
 A Latin-script question shares only command names and numbers with a Chinese page, so
-those keyword matches count half in the blend (retriever.OTHER_SCRIPT_KEYWORD): the
+those keyword matches count half in the blend (SearchTuning.other_script_keyword): the
 page the multilingual vectors find is not pushed down by pages that merely share a
 word such as `jobs` or `10`."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from askmd.index import embedding_models as models
 from askmd.pipeline import Index
-from askmd.search import retriever
+from askmd.search.tuning import SHIPPED
 from tests.conftest import synced_index
 
 if not models.installed(models.CJK_MODEL):
@@ -224,12 +226,11 @@ def test_chinese_question_keeps_full_keyword_weight(index: Index) -> None:
     """The discount is for a question in another script: a Chinese question ranks the
     same with or without it."""
     question = "每隔十分钟运行一次命令"
-    before = retriever.OTHER_SCRIPT_KEYWORD
     try:
         ranked = []
-        for share in (1.0, before):
-            retriever.OTHER_SCRIPT_KEYWORD = share
+        for share in (1.0, SHIPPED.other_script_keyword):
+            index.tuning = replace(SHIPPED, other_script_keyword=share)
             ranked.append([(h.source, round(h.score, 6)) for h in index.search(question, 5)])
     finally:
-        retriever.OTHER_SCRIPT_KEYWORD = before
+        index.tuning = SHIPPED
     assert ranked[0] and ranked[0] == ranked[1]

@@ -3,11 +3,13 @@ function name ranks above look-alikes, whatever the dense side thinks of them.""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from askmd.search import identifiers, retriever
+from askmd.search import identifiers
+from askmd.search.tuning import SHIPPED
 from tests.conftest import synced_index
 
 CODE = "\n".join(f"    value_{i} = compute(value_{i - 1}, factor={i})" for i in range(1, 40))
@@ -106,11 +108,7 @@ def test_a_common_identifier_does_not_reorder(tmp_path: Path) -> None:
     index = synced_index(tmp_path, notes)
     counts, total = index.manifest.frequencies(["docker-compose"])
     assert counts["docker-compose"] > identifiers.rare_limit(total)
-    before = retriever.EXACT_IDENTIFIERS
-    try:
-        with_rule = [h.chunk_id for h in index.search("docker-compose service 3", 5)]
-        retriever.EXACT_IDENTIFIERS = False
-        without = [h.chunk_id for h in index.search("docker-compose service 3", 5)]
-    finally:
-        retriever.EXACT_IDENTIFIERS = before
+    with_rule = [h.chunk_id for h in index.search("docker-compose service 3", 5)]
+    index.tuning = replace(SHIPPED, exact_identifiers=False)
+    without = [h.chunk_id for h in index.search("docker-compose service 3", 5)]
     assert with_rule == without

@@ -172,7 +172,7 @@ def test_a_running_index_replaced_for_another_folder_stops_answering(run_rag, tm
             f"the index folder {tmp_path / 'ix'} was rebuilt for {b} by another process: "
             f"askmd over {a} stops answering from it (restart it with another --index-dir)"
         )
-        for call in (lambda: index.search("starter", 1), index.stats):
+        for call in (lambda: index.search("starter", 1), index.graph.stats):
             with pytest.raises(IndexReplaced) as caught:
                 call()
             assert str(caught.value) == said and caught.value.status == 409

@@ -20,6 +20,7 @@ import chunker
 from askmd.index import packed_postings
 from askmd.index.manifest import ChunkRow, FileRecord, Manifest, chunk_row
 from tests.conftest import ROOT, clean_env, write_notes
+from tests.keyword_reference import keyword_exact
 
 pytestmark = pytest.mark.slow  # a corpus of thousands of chunks, packed and re-packed
 
@@ -102,7 +103,7 @@ def check(manifest: Manifest, n: int, seed: int) -> None:
         cjk, weights = rng.choice([None, False, True]), rng.choice(WEIGHTS)
         for limit in (1, 10, 40):
             fast = manifest.keyword(terms, limit, cjk=cjk, weights=weights)
-            exact = manifest.keyword_exact(terms, limit, cjk=cjk, weights=weights)
+            exact = keyword_exact(manifest, terms, limit, cjk=cjk, weights=weights)
             assert exact, terms
             assert same(fast, exact), (terms, limit, weights)
 
@@ -170,7 +171,7 @@ def test_searches_during_a_packing_stay_exact(
     def search() -> None:  # its own connection, as each thread of a server has
         reader = Manifest(path)
         terms = queries(reader, 30, seed=5)
-        expected = [reader.keyword_exact(t, 10) for t in terms]
+        expected = [keyword_exact(reader, t, 10) for t in terms]
         ready.set()
         while not done.is_set() or not rounds:
             for t, want in zip(terms, expected, strict=True):
@@ -217,7 +218,7 @@ def test_a_count_too_wide_to_pack_is_read_from_its_rows(
     index.pack()
     packed = {t for (t,) in index.db.execute("SELECT term FROM packed")}
     assert packed == {"other"}  # "word" occurs 70,000 times in one chunk: past 16 bits
-    assert same(index.keyword(["word", "other"], 3), index.keyword_exact(["word", "other"], 3))
+    assert same(index.keyword(["word", "other"], 3), keyword_exact(index, ["word", "other"], 3))
     assert index.keyword(["word"], 1)[0][0] == "c#0"
     index.close()
 
@@ -230,10 +231,10 @@ def test_statistics_cached_for_a_query_follow_a_change(tmp_path: Path) -> None:
     by_df = sorted(vocabulary(index), key=lambda v: (-v[1], v[0]))
     terms = [by_df[0][0], by_df[1][0], by_df[len(by_df) // 3][0]]
     before = index.keyword(terms, 10)
-    assert same(before, index.keyword_exact(terms, 10))
+    assert same(before, keyword_exact(index, terms, 10))
     record(index, paths, copy="again/")  # every term twice as frequent: new idfs
     after = index.keyword(terms, 10)
-    assert same(after, index.keyword_exact(terms, 10))
+    assert same(after, keyword_exact(index, terms, 10))
     assert after[0][1] != before[0][1]
     index.close()
 
@@ -247,7 +248,7 @@ def test_a_read_only_index_from_older_code_searches_without_packing(tmp_path: Pa
     old = Manifest(tmp_path / "manifest.sqlite3", read_only=True)
     terms = [t for t, _ in vocabulary(old)[:40:4]]
     assert not old.packing_due()
-    assert same(old.keyword(terms, 10), old.keyword_exact(terms, 10))
+    assert same(old.keyword(terms, 10), keyword_exact(old, terms, 10))
     old.close()
 
 

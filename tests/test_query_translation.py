@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -13,6 +14,7 @@ from askmd.index import embedding_models
 from askmd.pipeline import Index
 from askmd.search import retriever
 from askmd.search.query_translation import english_terms, segment
+from askmd.search.tuning import SHIPPED
 from tests.conftest import ROOT, synced_index
 
 ENGLISH = {
@@ -59,12 +61,11 @@ def chinese(tmp_path_factory: pytest.TempPathFactory) -> Index:
 def ranked(
     index: Index, question: str, translated: float, mode: str = "hybrid"
 ) -> list[tuple[str, float]]:
-    before = retriever.TRANSLATED
-    retriever.TRANSLATED = translated
+    index.tuning = replace(SHIPPED, translated=translated)
     try:
         return [(h.source, round(h.score, 6)) for h in index.search(question, 5, mode=mode)]
     finally:
-        retriever.TRANSLATED = before
+        index.tuning = SHIPPED
 
 
 def test_words_are_cut_longest_first_in_either_script() -> None:

@@ -21,6 +21,7 @@ from askmd.index.manifest import Manifest
 from askmd.interfaces import cli
 from askmd.search import retriever
 from askmd.search.retriever import Filters, Hit
+from askmd.search.tuning import SHIPPED
 from askmd.settings import load_settings
 from askmd.terms import content_terms
 from tests.conftest import write_notes
@@ -198,7 +199,7 @@ def test_hybrid_scores_are_the_documented_blend(english, query) -> None:
     assert found  # the premise: these English chunks have window vectors
     by_dense = {h.chunk_id: h.score for h in dense}
     for chunk_id, matrix in found.items():
-        window = float((matrix.astype("float32") @ vector).max()) - retriever.WINDOW_MARGIN
+        window = float((matrix.astype("float32") @ vector).max()) - SHIPPED.window_margin
         by_dense[chunk_id] = max(by_dense[chunk_id], window)
     blend: dict[str, float] = {}
     for ranking, weight in ((by_dense, alpha), ({h.chunk_id: h.score for h in keyword}, 1 - alpha)):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from askmd.index import embedding_models as models
 from askmd.index import windows
 from askmd.pipeline import Index
 from askmd.search import retriever
+from askmd.search.tuning import SHIPPED
 from tests.conftest import synced_index, write_notes
 
 TITLE = "Power settings > Laptop"
@@ -346,13 +348,12 @@ def _forget_side_windows(index_dir) -> None:
 def test_an_index_without_multilingual_windows_ranks_as_with_them_off(tmp_path) -> None:
     index = synced_index(tmp_path, CHINESE)
     try:
-        retriever.CJK_WINDOWS = False
+        index.tuning = replace(SHIPPED, cjk_windows=False)
         expected = [(h.chunk_id, h.score) for h in index.search(CHINESE_QUESTION, 4)]
-        retriever.CJK_WINDOWS = True
+        index.tuning = SHIPPED
         _forget_side_windows(tmp_path / "ix")
         assert [(h.chunk_id, h.score) for h in index.search(CHINESE_QUESTION, 4)] == expected
     finally:
-        retriever.CJK_WINDOWS = True
         index.manifest.close()
 
 

@@ -27,7 +27,7 @@ from askmd.answer.question import Question
 from askmd.answer.reasons import Reason, ReasonViews
 from askmd.index import embedding_models as models
 from askmd.search.query_translation import english_terms
-from askmd.terms import cjk_share, content_terms, has_cjk
+from askmd.terms import content_terms, has_cjk, is_cjk
 
 if TYPE_CHECKING:
     import numpy as np
@@ -36,14 +36,9 @@ if TYPE_CHECKING:
     from askmd.search.dates_in_query import Period
     from askmd.search.retriever import Hit
 
-CJK_TEXT = 0.3  # share of CJK letters that makes a question or a passage Chinese/Japanese
 PASSAGES = 5  # the top passages read for the decision and the extractive answer
 MAX_SENTENCES = 80  # sentences embedded per question, best-ranked passages first
 SENTENCE_CHARS = 400  # a sentence is embedded from its start up to this many characters
-# Whether each top passage is embedded whole too (heading chain and text), beside its
-# sentences: off, since it took three to six times as long (five passages of up to 256
-# tokens against a few dozen short sentences) and the lines were measured without it.
-WHOLE_PASSAGES = False
 
 
 @dataclass(frozen=True)
@@ -195,8 +190,8 @@ class Grounding:
         """The model that reads this question with these texts, and its calibration: the
         multilingual one when either is mostly CJK (an English-only model's vectors of
         Chinese text are noise)."""
-        asks_cjk = cjk_share(question) >= CJK_TEXT
-        says_cjk = bool(texts) and sum(cjk_share(t) >= CJK_TEXT for t in texts) * 2 > len(texts)
+        asks_cjk = is_cjk(question)
+        says_cjk = bool(texts) and sum(is_cjk(t) for t in texts) * 2 > len(texts)
         if (asks_cjk or says_cjk) and self.multilingual is not None:
             if asks_cjk:
                 return self.multilingual(), CJK if says_cjk else CJK_OF_ENGLISH
@@ -219,7 +214,7 @@ class Grounding:
         # script: read apart, English sentences at their own lower line let near-topic
         # questions through (a mixed folder: the Obsidian unanswerable set declined
         # 0.80 -> 0.73)
-        asks_cjk = cjk_share(question) >= CJK_TEXT
+        asks_cjk = is_cjk(question)
         readings = [] if asks_cjk else [self.reader(question, [text]) for text in texts]
         if all(r[1] == calibration for r in readings):
             return model, calibration, self.cosines(question, texts, model)
@@ -269,8 +264,7 @@ class Grounding:
                     if following:
                         after[sentence] = following
         found = found[:MAX_SENTENCES]
-        passages = [_headed(hit) for hit in top] if WHOLE_PASSAGES else []
-        model, calibration, scores = self.read(question, [*found, *passages], top)
+        model, calibration, scores = self.read(question, found, top)
         by_sentence = {s: float(v) for s, v in zip(found, scores, strict=False)}
         similarity = float(scores.max()) if len(scores) else 0.0
         coverage = max(self.coverage(question, hit) for hit in top)

@@ -28,12 +28,11 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from askmd.terms import CJK_CLASS, STOPWORDS, cjk_share, has_cjk, terms
+from askmd.terms import CJK_CLASS, STOPWORDS, cjk_share, has_cjk, is_cjk, terms
 
 if TYPE_CHECKING:
     from askmd.search.retriever import Hit
 
-CJK_QUESTION = 0.3  # the share of CJK letters that makes a question Chinese or Japanese
 ACRONYM = 4  # letters; a longer word in capitals is emphasis ("REALLY"), not a name to join
 SHORTEST = 3  # letters; shorter names (`C`, `Go`, `UI`) are too often part of other words
 
@@ -125,7 +124,7 @@ def _chinese(question: str) -> bool:
     """Whether a question is written in Chinese or Japanese: by its letters, or by its
     words, as a Chinese question may name long English things ("Kubernetes 和 Docker
     Swarm 哪个更适合…": a quarter of its letters, but most of its words, are CJK)."""
-    if cjk_share(question) >= CJK_QUESTION:
+    if is_cjk(question):
         return True
     han = len(_CJK_CHAR.findall(question))
     return han > 0 and han >= len(_LATIN_WORD.findall(question))

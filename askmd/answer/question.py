@@ -13,12 +13,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from askmd.terms import CJK_CLASS, STOPWORDS, cjk_share, has_cjk
+from askmd.terms import CJK_CLASS, STOPWORDS, has_cjk, is_cjk
 
 if TYPE_CHECKING:
     from askmd.answer.answer_kinds import Kind
 
-CJK_TEXT = 0.3  # share of CJK letters that makes a question Chinese/Japanese
 
 # A Latin word as a question writes a thing: letters and digits with inner joiners
 # ("pve01", "Wi-Fi", "Disney+", "node.js"); a possessive is not part of it.
@@ -66,7 +65,7 @@ class Question:
 
     @cached_property
     def mostly_cjk(self) -> bool:
-        return cjk_share(self.text) >= CJK_TEXT
+        return is_cjk(self.text)
 
     @cached_property
     def names(self) -> list[str]:

@@ -31,6 +31,7 @@ from askmd.index.fingerprint import store_meta
 from askmd.index.manifest import Manifest
 from askmd.index.rwlock import ReadWriteLock, WriterLock, held_by_another_thread
 from askmd.index.store import Store
+from askmd.search.tuning import SHIPPED, SearchTuning
 from askmd.settings import Settings
 
 Loading = Callable[[str], AbstractContextManager]  # around a slow load, e.g. a spinner
@@ -40,6 +41,8 @@ Loading = Callable[[str], AbstractContextManager]  # around a slow load, e.g. a 
 class IndexAccess:
     settings: Settings
     loading: Loading = nullcontext  # shows a slow load (a local model) to the user
+    # The search's measured choices (search/tuning.py): a bench opens an index with a variant.
+    tuning: SearchTuning = SHIPPED
     lock: ReadWriteLock = field(default_factory=ReadWriteLock, init=False, repr=False)
     _local: threading.local = field(default_factory=threading.local, init=False, repr=False)
     _seen: int | None = field(default=None, init=False, repr=False)  # generation read from

@@ -22,7 +22,8 @@ from askmd.index import embedding_models as models
 from askmd.index import windows
 from askmd.read import notes, vault
 from askmd.search import identifiers, query_translation
-from askmd.terms import cjk_share, content_terms
+from askmd.search.tuning import SHIPPED, SearchTuning
+from askmd.terms import cjk_share, content_terms, is_cjk
 
 if TYPE_CHECKING:
     import numpy as np
@@ -34,62 +35,10 @@ if TYPE_CHECKING:
 
 MIN_POOL = 100  # candidates asked of each retriever, at least; filters may thin them
 MODES = ("hybrid", "dense", "keyword")
-# While the vector store is being filled (keyword-first indexing), how hybrid ranks: see
-# `_partial`; chosen on SciFact and CMRC with the store 0-100% filled (BENCHMARKS.md).
-PARTIAL_RULES = ("keyword", "present", "alone", "neutral")
-PARTIAL = "keyword"
-CJK_QUERY = 0.3  # share of a query's letters that makes it a Chinese/Japanese query
 # The dense share of the blend (alpha) for (Latin-script, CJK) queries, per embedder: kept
 # with each model in embedding_models.MODELS, where the measurements are cited.
 ALPHA = {m.id: m.alpha for m in models.MODELS}
 ALPHA_UNMEASURED = models.UNMEASURED
-# A Latin-script question matches a CJK chunk by keyword only through the Latin words in
-# it (commands, options, paths), so in the blend such a match counts this share of its
-# scaled keyword score (see `_other_script`).
-OTHER_SCRIPT_KEYWORD = 0.5
-# A Chinese question's English translation counts at most this share of a match (0: not
-# searched), times the share of non-CJK chunks among the dense top TRANSLATED_BY
-# (`_translation`).
-TRANSLATED = 1.0
-TRANSLATED_BY = 10
-# When an English-only model ranks a Chinese question's dense side, it reads only the
-# translation, as it reads an English question: its dense share then moves from its CJK
-# share towards its Latin-script one by the translation's weight (`_translated_share`).
-TRANSLATED_SHARE = True
-# A Latin-script question's dense score of a chunk is the better of its cosine and its
-# best window's less WINDOW_MARGIN (windows.py), for every candidate either retriever
-# found (`_with_windows`). Without the margin SciFact's hit@5 fell 0.917 -> 0.903; with
-# 0.02 no SciFact figure is lower and the English hard third keeps most of its gain
-# (MRR@10 0.728 -> 0.787, against 0.806 without; BENCHMARKS.md).
-WINDOWS = True
-WINDOW_MARGIN = 0.02
-# A CJK question ranked by the multilingual model's vectors gets the same rule with that
-# model's windows (embedded by a run of their own, windows.own_run), over its dense
-# candidates: Chinese paraphrase set MRR@10 0.61 -> 0.65, its hard third 0.30 -> 0.37,
-# the CMRC subset's 0.976 -> 0.983 (BENCHMARKS.md). Its windows are shorter and their
-# best cosine runs higher, hence the larger margin (0.02 gained less on every set).
-CJK_WINDOWS = True
-CJK_WINDOW_MARGIN = 0.06
-# A query's rare identifier-shaped words (identifiers.py) put the chunks that hold them
-# word for word first: made-up and real identifier lookups (bench/identifiers_bench.py,
-# BENCHMARKS.md "Exact identifiers").
-EXACT_IDENTIFIERS = True
-# A question that names a day or a period (dates_in_query.py) ranks the chunks of that
-# date: "filter" drops the chunks dated otherwise (undated ones stay), and DATE_BOOST is
-# added to the blended score of those in the period. On the journal sets
-# (bench/dates_bench.py, BENCHMARKS.md "Dates") the day asked about came first for 15%
-# of dated questions ignoring dates, 97% filtering alone (an undated guide outranked
-# the day), 90% / 100% boosting by 0.5 / 1.0 alone (with 37% of the top 5 still from
-# other days at 1.0), and 100% filtering with a boost of 0.25 or 1.0, none of the top 5
-# from other days; undated questions 100% in every way.
-DATED = "filter"
-DATE_BOOST = 0.25
-# The chunks of the period are candidates even when neither retriever found them (a
-# year of daily notes, and a question whose only clue is "yesterday"): up to this many.
-DATED_CANDIDATES = 1000
-# Embeds of embeds are followed this deep (A shows B's section, which shows C's...); a
-# cycle (A embeds B embeds A) ends sooner, at the first note already listed.
-EMBED_DEPTH = 3
 
 
 @dataclass(frozen=True)
@@ -193,7 +142,7 @@ def _ranked(hits: list[Hit], retriever: str) -> Ranked:
 
 
 def is_cjk_query(query: str) -> bool:
-    return cjk_share(query) >= CJK_QUERY
+    return is_cjk(query)
 
 
 def has_words(query: str) -> bool:
@@ -203,9 +152,9 @@ def has_words(query: str) -> bool:
     return any(ch.isalnum() for ch in query)
 
 
-def dense_share(query: str, embedder_id: str) -> float:
+def dense_share(query: str, embedder_id: str, tuning: SearchTuning = SHIPPED) -> float:
     """How much the dense ranking counts in the blend for this query (0..1)."""
-    latin, cjk = ALPHA.get(embedder_id, ALPHA_UNMEASURED)
+    latin, cjk = tuning.dense_share or ALPHA.get(embedder_id, ALPHA_UNMEASURED)
     return cjk if is_cjk_query(query) else latin
 
 
@@ -218,8 +167,8 @@ def search(
     *,
     mode: str = "hybrid",
     filters: Filters | None = None,
-    partial: str | None = None,
     period: Period | None = None,
+    tuning: SearchTuning = SHIPPED,
 ) -> Ranked:
     """The k best chunks for the query, best first.
 
@@ -230,8 +179,9 @@ def search(
     the blend scaled to 0..1 (1: first in every retriever that returned anything); in
     "dense" mode the cosine similarity, in "keyword" mode BM25 over the best BM25.
 
-    While the vector store is being filled, `partial` (default PARTIAL) says how hybrid
-    ranks; dense search never returns a chunk whose vector is not stored for its text.
+    While the vector store is being filled, hybrid ranks by keyword alone (the chunks
+    with vectors would otherwise crowd out those still waiting); dense search never
+    returns a chunk whose vector is not stored for its text.
 
     `period`, the day or period the question names, ranks the chunks of that date
     (`_dated`); `filters.since` and `until` keep only chunks dated within them.
@@ -242,9 +192,9 @@ def search(
     filtered = filters != Filters()
     pool = max(MIN_POOL, 4 * k) * (4 if filtered else 1)
     filling = manifest.pending() > 0
-    rule = PARTIAL if partial is None else partial
-    if mode == "hybrid" and filling and (rule == "keyword" or not manifest.embedded()):
+    if mode == "hybrid" and filling:
         mode = "keyword"  # the vectors are not all stored yet: keyword ranking until done
+    t = tuning
     dense: list[tuple[str, float]] = []
     dense_by = embedder.id  # the model whose vectors ranked the dense candidates
     vector = None  # the question's vector in embedder's space, when it was searched there
@@ -255,13 +205,13 @@ def search(
         found = _usable(found, manifest, filling, filters if filtered else None)
         dense = [(s.id, 1.0 - s.distance) for s in found]
         known = {s.id: s for s in found} if filtered else {}
-        if CJK_WINDOWS and mode == "hybrid" and dense_by != embedder.id and is_cjk_query(query):
-            dense = _with_windows(dense, [], asked, dense_by, manifest, pool, CJK_WINDOW_MARGIN)
+        if t.cjk_windows and mode == "hybrid" and dense_by != embedder.id and is_cjk(query):
+            dense = _with_windows(dense, [], asked, dense_by, manifest, pool, t.cjk_window_margin)
     translation = None
     if mode == "hybrid" and dense and is_cjk_query(query):
-        translation = _translation(query, _english_share(dense, manifest))
+        translation = _translation(query, _english_share(dense, manifest, t), t)
     elif mode == "keyword" and is_cjk_query(query):  # no dense side to ask: the folder's mix
-        translation = _translation(query, manifest.non_cjk_share())
+        translation = _translation(query, manifest.non_cjk_share(), t)
     if translation is not None and mode == "hybrid":  # its vector, in the primary space
         english, weight = translation
         vector = embedder.embed_queries([" ".join(english)])[0]
@@ -270,9 +220,9 @@ def search(
         known.update((s.id, s) for s in found if filtered)
         dense = _joined(dense, [(s.id, 1.0 - s.distance) for s in found], weight)
     if mode == "dense":
-        dense = _dated(dense, manifest, filters.period, period)
+        dense = _dated(dense, manifest, filters.period, period, t)
         hits = _hits(_fetch(store, manifest, known, dense, k), k)
-        return _ranked(_located(hits, manifest), mode)
+        return _ranked(_located(hits, manifest, t.embed_depth), mode)
     keyword = manifest.keyword(content_terms(query), pool, cjk=is_cjk_query(query))
     if translation is not None:
         english, weight = translation
@@ -281,24 +231,24 @@ def search(
         missing = [c for c, _ in keyword if c not in known]
         known.update((s.id, s) for s in _stored(store, manifest, missing))
         keyword = [(c, v) for c, v in keyword if c in known and filters.allows(known[c].metadata)]
-    if WINDOWS and dense_by == embedder.id and not is_cjk_query(query) and vector is not None:
-        dense = _with_windows(dense, keyword, vector, embedder.id, manifest, pool)
-    held = _holding(query, store, manifest, known, filters if filtered else None)
+    if t.windows and dense_by == embedder.id and not is_cjk(query) and vector is not None:
+        dense = _with_windows(dense, keyword, vector, embedder.id, manifest, pool, t.window_margin)
+    held = {}
+    if t.exact_identifiers:
+        held = _holding(query, store, manifest, known, filters if filtered else None)
     if mode == "keyword":
         best = keyword[0][1] if keyword else 1.0
         scored = _identifiers_first([(c, v / best) for c, v in keyword], held)
-        scored = _dated(scored, manifest, filters.period, period)
+        scored = _dated(scored, manifest, filters.period, period, t)
         hits = _hits(_fetch(store, manifest, known, scored, k), k)
-        return _ranked(_located(hits, manifest), mode)
-    alpha = dense_share(query, dense_by)
-    if translation is not None and TRANSLATED_SHARE and models.english_only(dense_by):
-        alpha = _translated_share(dense_by, translation[1])
+        return _ranked(_located(hits, manifest, t.embed_depth), mode)
+    alpha = dense_share(query, dense_by, t)
+    if translation is not None and t.translated_share and models.english_only(dense_by):
+        alpha = _translated_share(dense_by, translation[1], t)
     scaled_dense = _scaled(dense)
-    by_keyword = _other_script(query, dict(_scaled(keyword)), embedder, store, manifest, known)
-    without = set()
-    if filling:  # keyword candidates the store has no vector of yet
-        without = set(by_keyword) - manifest.with_vectors(list(by_keyword))
-    fused = _blend(scaled_dense, by_keyword, alpha, without, rule)
+    by_keyword = dict(_scaled(keyword))
+    by_keyword = _other_script(query, by_keyword, embedder, store, manifest, known, t)
+    fused = _blend(scaled_dense, by_keyword, alpha)
     top = (alpha * bool(dense) + (1 - alpha) * bool(keyword)) or 1.0
     # Ties go to keyword evidence: min-max gives the best dense candidate 1.0 however
     # weak it is, so the one chunk holding a rare query word (1.0 by keyword, outside the
@@ -308,9 +258,9 @@ def search(
         key=lambda item: (-item[1], -by_keyword.get(item[0], 0.0)),
     )
     ranked = _identifiers_first(ranked, held)
-    ranked = _dated(ranked, manifest, filters.period, period)
+    ranked = _dated(ranked, manifest, filters.period, period, t)
     hits = _hits(_fetch(store, manifest, known, ranked, k), k)
-    return _ranked(_located(hits, manifest), "hybrid")
+    return _ranked(_located(hits, manifest, t.embed_depth), "hybrid")
 
 
 def _dated(
@@ -318,10 +268,11 @@ def _dated(
     manifest: Manifest,
     asked: Period | None,
     named: Period | None,
+    t: SearchTuning,
 ) -> list[tuple[str, float]]:
     """The ranking limited to the chunks dated within the period `asked` for by hand
     (undated ones too are left out), and ranked for the period the question `named`
-    (DATED: a chunk with no date is never dropped for it). The chunks of either period
+    (`t.dated`: a chunk with no date is never dropped for it). The chunks of either period
     that no retriever found join the end, by date, so a day's note is found even when
     its words do not match the question's."""
     if asked is None and named is None:
@@ -329,7 +280,7 @@ def _dated(
     present = {c for c, _ in ranked}
     for period in (asked, named):
         if period is not None:
-            extra = manifest.dated_between(period.since, period.until, DATED_CANDIDATES)
+            extra = manifest.dated_between(period.since, period.until, t.dated_candidates)
             ranked = ranked + [(c, 0.0) for c in extra if c not in present]
             present.update(extra)
     days = manifest.dates([c for c, _ in ranked])
@@ -340,12 +291,13 @@ def _dated(
     within = {c for c, _ in ranked if c in days and named.holds(days[c])}
     if not within:
         return ranked  # the notes have nothing of that date: rank as if it were not named
-    if DATED == "filter":
+    if t.dated == "filter":
         ranked = [(c, v) for c, v in ranked if c not in days or c in within]
-    if not DATE_BOOST:
+    if not t.date_boost:
         return ranked
-    top = 1.0 + DATE_BOOST  # scores stay on 0..1
-    boosted = [((c, (v + DATE_BOOST) / top) if c in within else (c, v / top)) for c, v in ranked]
+    top = 1.0 + t.date_boost  # scores stay on 0..1
+    boost = t.date_boost
+    boosted = [((c, (v + boost) / top) if c in within else (c, v / top)) for c, v in ranked]
     return sorted(boosted, key=lambda item: -item[1])
 
 
@@ -358,8 +310,6 @@ def _holding(
 ) -> dict[str, int]:
     """Chunk id -> how many of the query's rare identifiers (identifiers.py) it holds
     word for word; only chunks the filters allow."""
-    if not EXACT_IDENTIFIERS:
-        return {}
     wanted = identifiers.identifiers(query)
     if not wanted:
         return {}
@@ -391,34 +341,35 @@ def _identifiers_first(
     return sorted(whole, key=lambda item: (-held.get(item[0], 0), order[item[0]]))
 
 
-def _english_share(dense: list[tuple[str, float]], manifest: Manifest) -> float:
-    """The share of non-CJK chunks among the dense top TRANSLATED_BY."""
-    top = [c for c, _ in dense[:TRANSLATED_BY]]
+def _english_share(dense: list[tuple[str, float]], manifest: Manifest, t: SearchTuning) -> float:
+    """The share of non-CJK chunks among the dense top `t.translated_by`."""
+    top = [c for c, _ in dense[: t.translated_by]]
     return 1.0 - len(manifest.cjk_chunks(top)) / len(top)
 
 
-def _translation(query: str, english_share: float) -> tuple[list[str], float] | None:
+def _translation(
+    query: str, english_share: float, t: SearchTuning
+) -> tuple[list[str], float] | None:
     """A Chinese question's words in English (query_translation) and how much they count:
-    TRANSLATED times the share of English in what the question meets (the dense top
-    TRANSLATED_BY; with keyword ranking alone, the whole folder), so the more the
+    `t.translated` times the share of English in what the question meets (the dense top
+    `t.translated_by`; with keyword ranking alone, the whole folder), so the more the
     meaning points at English notes, the more their words do; None when nothing near is
     English (a folder of Chinese pages ranks as before) or no word translates. They are
     searched by BM25 over the English chunks' statistics and, embedded, in the primary
-    model's space (English-only models read them where they cannot read the question).
-    Chinese questions about English notes: hit@5 0.36 -> 0.67 and MRR 0.22 -> 0.52 in a
-    mixed folder; one first place of 43 lost on Chinese pages (BENCHMARKS.md)."""
-    weight = TRANSLATED * english_share
+    model's space (English-only models read them where they cannot read the question):
+    docs/benchmarks/retrieval-chinese.md, "the question's words in English"."""
+    weight = t.translated * english_share
     if weight <= 0.0:
         return None
     english = query_translation.english_terms(query)
     return (english, weight) if english else None
 
 
-def _translated_share(dense_by: str, weight: float) -> float:
+def _translated_share(dense_by: str, weight: float, t: SearchTuning) -> float:
     """The dense share for a Chinese question whose dense side an English-only model ranked
     with the translation's vector: CJK share + (Latin share - CJK share) x weight."""
-    latin, cjk = ALPHA.get(dense_by, ALPHA_UNMEASURED)
-    return cjk + (latin - cjk) * min(1.0, weight / TRANSLATED)
+    latin, cjk = t.dense_share or ALPHA.get(dense_by, ALPHA_UNMEASURED)
+    return cjk + (latin - cjk) * min(1.0, weight / t.translated)
 
 
 def _joined(
@@ -451,22 +402,22 @@ def _other_script(
     store: Store,
     manifest: Manifest,
     known: dict[str, Stored],
+    t: SearchTuning,
 ) -> dict[str, float]:
-    """Scaled keyword scores, those of CJK chunks discounted (OTHER_SCRIPT_KEYWORD) for a
-    Latin-script question in an index with CJK chunks (a second vector space). Such a
-    match is a shared command name, not the question's words, and it outranked the
-    multilingual vectors' better answer: on the English questions about Chinese pages,
-    hybrid hit@5 0.73 against dense's 0.91 (BENCHMARKS.md, "Chinese questions: query
+    """Scaled keyword scores, those of CJK chunks discounted (`t.other_script_keyword`)
+    for a Latin-script question in an index with CJK chunks (a second vector space). Such
+    a match is a shared command name, not the question's words, and it outranked the
+    multilingual vectors' better answer (docs/benchmarks/retrieval-chinese.md, "query
     words and the multilingual model"). English chunks keep their scores, so English
     questions over English notes rank as before; `known` gets the candidates' texts."""
-    if OTHER_SCRIPT_KEYWORD == 1.0 or not by_keyword or is_cjk_query(query):
+    if t.other_script_keyword == 1.0 or not by_keyword or is_cjk_query(query):
         return by_keyword
     if side_space(embedder, store) is None:
         return by_keyword
     missing = [c for c in by_keyword if c not in known]
     known.update((s.id, s) for s in _stored(store, manifest, missing))
     return {
-        c: v * OTHER_SCRIPT_KEYWORD
+        c: v * t.other_script_keyword
         if c in known and cjk_share(known[c].text) >= models.CJK_CHUNK
         else v
         for c, v in by_keyword.items()
@@ -477,22 +428,11 @@ def _blend(
     dense: list[tuple[str, float]],
     keyword: dict[str, float],
     alpha: float,
-    without: set[str],
-    rule: str,
 ) -> dict[str, float]:
-    """`alpha * dense + (1 - alpha) * keyword` per chunk. A chunk with no vector yet
-    (`without`, while the store fills) gets, by `rule`: "present" 0 from dense, like a
-    chunk dense search did not return; "alone" its keyword score on the blend's whole
-    scale; "neutral" the median scaled dense score of the candidates."""
+    """`alpha * dense + (1 - alpha) * keyword` per chunk."""
     fused = {c: alpha * v for c, v in dense}
-    middle = statistics.median(v for _, v in dense) if dense and rule == "neutral" else 0.0
     for c, v in keyword.items():
-        if c in without and rule == "alone":
-            fused[c] = v
-        elif c in without and rule == "neutral":
-            fused[c] = alpha * middle + (1 - alpha) * v
-        else:
-            fused[c] = fused.get(c, 0.0) + (1 - alpha) * v
+        fused[c] = fused.get(c, 0.0) + (1 - alpha) * v
     return fused
 
 
@@ -534,15 +474,13 @@ def _with_windows(
     embedder_id: str,
     manifest: Manifest,
     pool: int,
-    margin: float | None = None,
+    less: float,
 ) -> list[tuple[str, float]]:
     """The dense list with each candidate scored by the better of its cosine and its best
-    window's less `margin` (default WINDOW_MARGIN; windows.py), keyword candidates the
-    dense search missed included: a question that matches one sentence of a long section
-    finds it. English paraphrase set MRR@10 0.869 -> 0.907, its hard third 0.728 ->
-    0.787, SciFact not lower (BENCHMARKS.md). Chunks without windows in this model's
-    space (CJK text in MiniLM's, an index from before) keep their cosine."""
-    less = WINDOW_MARGIN if margin is None else margin
+    window's `less` a margin (windows.py), keyword candidates the dense search missed
+    included: a question that matches one sentence of a long section finds it. Chunks
+    without windows in this model's space (CJK text in MiniLM's, an index from before)
+    keep their cosine."""
     score = dict(dense)
     ids = list(dict.fromkeys([*score, *(c for c, _ in keyword)]))
     found = manifest.windows(windows.key(embedder_id), ids, len(vector))
@@ -704,17 +642,15 @@ def _embedded_by(manifest: Manifest) -> dict[str, list[tuple[str, str, int]]]:
     return found
 
 
-def _located(hits: list[Hit], manifest: Manifest) -> list[Hit]:
+def _located(hits: list[Hit], manifest: Manifest, depth: int) -> list[Hit]:
     """The hits with their dates and the notes that show them through embeds
-    (`Hit.shown_in`)."""
+    (`Hit.shown_in`), embeds of embeds followed `depth` deep."""
     hits = _with_dates(hits, manifest)
     embeds = _embedded_by(manifest) if hits else {}
     if not embeds:
         return hits
     return [
-        replace(h, shown_in=_shown_in(manifest, embeds, h.source, h.heading_chain, h.text))
-        if h.source in embeds
-        else h
+        replace(h, shown_in=_shown_in(manifest, embeds, h, depth)) if h.source in embeds else h
         for h in hits
     ]
 
@@ -722,16 +658,15 @@ def _located(hits: list[Hit], manifest: Manifest) -> list[Hit]:
 def _shown_in(
     manifest: Manifest,
     embeds: dict[str, list[tuple[str, str, int]]],
-    source: str,
-    chain: str,
-    text: str,
+    hit: Hit,
+    depth: int,
 ) -> tuple[tuple[str, int], ...]:
-    """The notes that show these lines of `source`, following embeds of embeds up to
-    EMBED_DEPTH deep; each note once, so a cycle ends where it closes."""
+    """The notes that show the hit's lines, following embeds of embeds up to `depth`
+    deep; each note once, so a cycle ends where it closes."""
     found: list[tuple[str, int]] = []
-    seen = {source}
-    frontier = [(source, chain, text)]
-    for _ in range(EMBED_DEPTH):
+    seen = {hit.source}
+    frontier = [(hit.source, hit.heading_chain, hit.text)]
+    for _ in range(depth):
         following = []
         for note, note_chain, note_text in frontier:
             for heading, where, line in embeds.get(note, ()):

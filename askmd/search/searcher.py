@@ -47,8 +47,9 @@ class Searcher:
         period = self.dates_in(query)
         with a.reading() as store:
             return retriever.search(
-                query, a.embedder, store, a.manifest, k, mode=mode, filters=filters, period=period
-            )
+                query, a.embedder, store, a.manifest, k,
+                mode=mode, filters=filters, period=period, tuning=a.tuning,
+            )  # fmt: skip
 
     def dates_in(self, query: str) -> dates_in_query.Period | None:
         """The day or period a question names, against today (or ASKMD_TODAY); a day

@@ -27,7 +27,7 @@ from askmd.answer.checks import Evidence, Simple
 from askmd.answer.question import Word
 from askmd.answer.reasons import Reason
 from askmd.answer.units import Unit, units
-from askmd.terms import cjk_share, content_terms, has_cjk, terms
+from askmd.terms import content_terms, has_cjk, is_cjk, terms
 
 # The share of the subject's weight (idf) the best value unit must hold more than: a
 # unit missing half of it ("Osaka's hotel" of the Kyoto guesthouse under "Osaka") is
@@ -180,12 +180,11 @@ IRREGULAR = {
 def _script(text: str) -> bool | None:
     """True for a Chinese or Japanese unit, False for a Latin one, None for one of figures
     alone ("2026-10-13", "| 3000 |"): read in either."""
-    if cjk_share(text) >= CJK_UNIT:
+    if is_cjk(text):
         return True
     return False if _LETTER.search(text) else None
 
 
-CJK_UNIT = 0.3
 _LETTER = re.compile(r"[^\W\d_]")
 _LATIN_LETTER = re.compile(r"[A-Za-z]")
 # A Latin word Chinese text writes as it is: a digit, a joiner or a capital inside it
