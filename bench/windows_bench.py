@@ -28,7 +28,7 @@ from pathlib import Path
 
 from askmd import evaluate
 from askmd.pipeline import Index
-from askmd.search import retriever
+from askmd.search import dense, retriever
 from askmd.search.tuning import SHIPPED
 from bench.common import open_index, tiny_data, tiny_sets
 
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def _cjk_model(index: Index) -> str:
     """The model whose vectors rank a CJK question in this index (its dense share applies)."""
-    side = retriever.side_space(index.embedder, index.store)
+    side = dense.side_space(index.embedder, index.store)
     return side[0].id if side is not None else index.embedder.id
 
 

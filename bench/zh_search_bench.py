@@ -22,7 +22,7 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-from askmd.search import retriever
+from askmd.search import dense, retriever
 from askmd.search.retriever import is_cjk_query
 from askmd.search.tuning import SHIPPED
 from bench.common import (
@@ -95,7 +95,7 @@ def _hybrid(index, sets: list, rows: dict, ranking: str) -> None:
 
 def _cjk_model(index) -> str:
     """The model whose vectors rank a CJK question in this index (its dense share applies)."""
-    side = retriever.side_space(index.embedder, index.store)
+    side = dense.side_space(index.embedder, index.store)
     return side[0].id if side is not None else index.embedder.id
 
 

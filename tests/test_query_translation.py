@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from dataclasses import replace
+from functools import partial
 
 import pytest
 
@@ -61,11 +62,12 @@ def chinese(tmp_path_factory: pytest.TempPathFactory) -> Index:
 def ranked(
     index: Index, question: str, translated: float, mode: str = "hybrid"
 ) -> list[tuple[str, float]]:
-    index.tuning = replace(SHIPPED, translated=translated)
+    base = index.tuning
+    index.tuning = replace(base, translated=translated)
     try:
         return [(h.source, round(h.score, 6)) for h in index.search(question, 5, mode=mode)]
     finally:
-        index.tuning = SHIPPED
+        index.tuning = base
 
 
 def test_words_are_cut_longest_first_in_either_script() -> None:
@@ -139,12 +141,12 @@ def test_an_english_only_model_reads_the_translation_as_an_english_question(
     assert latin > cjk
 
     def with_rule(index: Index, rule: bool, share: float) -> list[list[tuple[str, float]]]:
-        saved = retriever.TRANSLATED_SHARE, retriever.ALPHA[ENGLISH_ONLY]
-        retriever.TRANSLATED_SHARE, retriever.ALPHA[ENGLISH_ONLY] = rule, (latin, share)
+        saved = index.tuning
+        index.tuning = replace(saved, translated_share=rule, dense_share=(latin, share))
         try:
             return [ranked(index, question, 1.0) for question, _ in QUESTIONS]
         finally:
-            retriever.TRANSLATED_SHARE, retriever.ALPHA[ENGLISH_ONLY] = saved
+            index.tuning = saved
 
     assert with_rule(english, True, cjk) == with_rule(english, False, latin)
     assert with_rule(english, True, cjk) != with_rule(english, False, cjk)
@@ -153,6 +155,7 @@ def test_an_english_only_model_reads_the_translation_as_an_english_question(
 
 def test_the_share_moves_with_the_translations_weight() -> None:
     latin, cjk = retriever.ALPHA[ENGLISH_ONLY]
-    assert retriever._translated_share(ENGLISH_ONLY, 1.0) == pytest.approx(latin)
-    assert retriever._translated_share(ENGLISH_ONLY, 0.0) == pytest.approx(cjk)
-    assert retriever._translated_share(ENGLISH_ONLY, 0.5) == pytest.approx((latin + cjk) / 2)
+    share = partial(retriever._translated_share, ENGLISH_ONLY, t=SHIPPED)
+    assert share(1.0) == pytest.approx(latin)
+    assert share(0.0) == pytest.approx(cjk)
+    assert share(0.5) == pytest.approx((latin + cjk) / 2)

@@ -13,7 +13,6 @@ import pytest
 from askmd.index import embedding_models as models
 from askmd.index import windows
 from askmd.pipeline import Index
-from askmd.search import retriever
 from askmd.search.tuning import SHIPPED
 from tests.conftest import synced_index, write_notes
 
@@ -147,14 +146,14 @@ def test_windows_lift_the_note_that_answers_in_one_sentence(folder, monkeypatch)
     assert folder.search(QUESTION, 3)[0].source == "handbook.md"
     # The premise: by its one vector the note is not the nearest, nor first in the blend.
     assert folder.search(QUESTION, 3, mode="dense")[0].source == "lid.md"
-    monkeypatch.setattr(retriever, "WINDOWS", False)
+    monkeypatch.setattr(folder, "tuning", replace(SHIPPED, windows=False))
     assert folder.search(QUESTION, 3)[0].source == "lid.md"
 
 
 def test_an_index_without_windows_ranks_as_with_windows_off(folder, monkeypatch) -> None:
-    monkeypatch.setattr(retriever, "WINDOWS", False)
+    monkeypatch.setattr(folder, "tuning", replace(SHIPPED, windows=False))
     expected = [(h.chunk_id, h.score) for h in folder.search(QUESTION, 4)]
-    monkeypatch.setattr(retriever, "WINDOWS", True)
+    monkeypatch.setattr(folder, "tuning", SHIPPED)
     key = windows.key(folder.embedder.id)
     rows = folder.manifest.db.execute("SELECT * FROM embeddings WHERE embedder = ?", (key,))
     kept = rows.fetchall()
@@ -170,7 +169,7 @@ def test_an_index_without_windows_ranks_as_with_windows_off(folder, monkeypatch)
 def test_a_chinese_question_is_ranked_as_before(folder, monkeypatch) -> None:
     question = "合上盖子怎么不休眠"
     with_windows = [(h.chunk_id, h.score) for h in folder.search(question, 4)]
-    monkeypatch.setattr(retriever, "WINDOWS", False)
+    monkeypatch.setattr(folder, "tuning", replace(SHIPPED, windows=False))
     assert [(h.chunk_id, h.score) for h in folder.search(question, 4)] == with_windows
 
 
@@ -325,14 +324,14 @@ def test_multilingual_windows_lift_the_chinese_note_that_answers_in_one_sentence
     assert not chinese.search(CHINESE_QUESTION, 3, mode="keyword")  # no shared word
     assert chinese.search(CHINESE_QUESTION, 3, mode="dense")[0].source == "旅行.md"
     assert chinese.search(CHINESE_QUESTION, 3)[0].source == "手册.md"
-    monkeypatch.setattr(retriever, "CJK_WINDOWS", False)
+    monkeypatch.setattr(chinese, "tuning", replace(SHIPPED, cjk_windows=False))
     assert chinese.search(CHINESE_QUESTION, 3)[0].source == "旅行.md"
 
 
 def test_english_questions_do_not_use_the_multilingual_windows(chinese, monkeypatch) -> None:
     question = "screen brightness at night"
     with_them = [(h.chunk_id, h.score) for h in chinese.search(question, 4)]
-    monkeypatch.setattr(retriever, "CJK_WINDOWS", False)
+    monkeypatch.setattr(chinese, "tuning", replace(SHIPPED, cjk_windows=False))
     assert [(h.chunk_id, h.score) for h in chinese.search(question, 4)] == with_them
 
 

@@ -5,29 +5,26 @@ whole and in parts, CJK bigrams); dense search asks Chroma for the nearest vecto
 two are blended on scaled scores, with a weight that depends on the query's script:
 keyword search is trusted more with Chinese. With a second vector space for CJK chunks
 (embedding_models.py), a CJK question searches that one, any other question both, their
-lists merged (`_merge`). Pieces of one section that overlap are
+lists merged (dense.py). Pieces of one section that overlap are
 collapsed to the best of them. It generates nothing, never
 prints, and reads settings only through its arguments.
 """
 
 from __future__ import annotations
 
-import re
-import statistics
-import threading
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from askmd.index import embedding_models as models
-from askmd.index import windows
 from askmd.read import notes, vault
+from askmd.search import dated_ranking as by_date
+from askmd.search import dense as dense_side
 from askmd.search import identifiers, query_translation
+from askmd.search import shown_in as shown
 from askmd.search.tuning import SHIPPED, SearchTuning
 from askmd.terms import cjk_share, content_terms, is_cjk
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from askmd.index.embedder import Embedder
     from askmd.index.manifest import Manifest
     from askmd.index.store import Store, Stored
@@ -201,12 +198,16 @@ def search(
     known: dict[str, Stored] = {}  # candidates whose text and metadata are already here
     if mode in ("dense", "hybrid"):
         # Unfiltered, only ids and distances: the few that make the top k are fetched later.
-        found, dense_by, vector, asked = _nearest(query, embedder, store, manifest, pool, filtered)
-        found = _usable(found, manifest, filling, filters if filtered else None)
+        found, dense_by, vector, asked = dense_side.nearest(
+            query, embedder, store, manifest, pool, filtered
+        )
+        found = dense_side.usable(found, manifest, filling, filters if filtered else None)
         dense = [(s.id, 1.0 - s.distance) for s in found]
         known = {s.id: s for s in found} if filtered else {}
         if t.cjk_windows and mode == "hybrid" and dense_by != embedder.id and is_cjk(query):
-            dense = _with_windows(dense, [], asked, dense_by, manifest, pool, t.cjk_window_margin)
+            dense = dense_side.with_windows(
+                dense, [], asked, dense_by, manifest, pool, t.cjk_window_margin
+            )
     translation = None
     if mode == "hybrid" and dense and is_cjk_query(query):
         translation = _translation(query, _english_share(dense, manifest, t), t)
@@ -216,11 +217,11 @@ def search(
         english, weight = translation
         vector = embedder.embed_queries([" ".join(english)])[0]
         found = store.nearest(vector, pool, content=filtered)
-        found = _usable(found, manifest, filling, filters if filtered else None)
+        found = dense_side.usable(found, manifest, filling, filters if filtered else None)
         known.update((s.id, s) for s in found if filtered)
         dense = _joined(dense, [(s.id, 1.0 - s.distance) for s in found], weight)
     if mode == "dense":
-        dense = _dated(dense, manifest, filters.period, period, t)
+        dense = by_date.ranked(dense, manifest, filters.period, period, t)
         hits = _hits(_fetch(store, manifest, known, dense, k), k)
         return _ranked(_located(hits, manifest, t.embed_depth), mode)
     keyword = manifest.keyword(content_terms(query), pool, cjk=is_cjk_query(query))
@@ -232,14 +233,16 @@ def search(
         known.update((s.id, s) for s in _stored(store, manifest, missing))
         keyword = [(c, v) for c, v in keyword if c in known and filters.allows(known[c].metadata)]
     if t.windows and dense_by == embedder.id and not is_cjk(query) and vector is not None:
-        dense = _with_windows(dense, keyword, vector, embedder.id, manifest, pool, t.window_margin)
+        dense = dense_side.with_windows(
+            dense, keyword, vector, embedder.id, manifest, pool, t.window_margin
+        )
     held = {}
     if t.exact_identifiers:
         held = _holding(query, store, manifest, known, filters if filtered else None)
     if mode == "keyword":
         best = keyword[0][1] if keyword else 1.0
         scored = _identifiers_first([(c, v / best) for c, v in keyword], held)
-        scored = _dated(scored, manifest, filters.period, period, t)
+        scored = by_date.ranked(scored, manifest, filters.period, period, t)
         hits = _hits(_fetch(store, manifest, known, scored, k), k)
         return _ranked(_located(hits, manifest, t.embed_depth), mode)
     alpha = dense_share(query, dense_by, t)
@@ -258,47 +261,9 @@ def search(
         key=lambda item: (-item[1], -by_keyword.get(item[0], 0.0)),
     )
     ranked = _identifiers_first(ranked, held)
-    ranked = _dated(ranked, manifest, filters.period, period, t)
+    ranked = by_date.ranked(ranked, manifest, filters.period, period, t)
     hits = _hits(_fetch(store, manifest, known, ranked, k), k)
     return _ranked(_located(hits, manifest, t.embed_depth), "hybrid")
-
-
-def _dated(
-    ranked: list[tuple[str, float]],
-    manifest: Manifest,
-    asked: Period | None,
-    named: Period | None,
-    t: SearchTuning,
-) -> list[tuple[str, float]]:
-    """The ranking limited to the chunks dated within the period `asked` for by hand
-    (undated ones too are left out), and ranked for the period the question `named`
-    (`t.dated`: a chunk with no date is never dropped for it). The chunks of either period
-    that no retriever found join the end, by date, so a day's note is found even when
-    its words do not match the question's."""
-    if asked is None and named is None:
-        return ranked
-    present = {c for c, _ in ranked}
-    for period in (asked, named):
-        if period is not None:
-            extra = manifest.dated_between(period.since, period.until, t.dated_candidates)
-            ranked = ranked + [(c, 0.0) for c in extra if c not in present]
-            present.update(extra)
-    days = manifest.dates([c for c, _ in ranked])
-    if asked is not None:
-        ranked = [(c, v) for c, v in ranked if c in days and asked.holds(days[c])]
-    if named is None:
-        return ranked
-    within = {c for c, _ in ranked if c in days and named.holds(days[c])}
-    if not within:
-        return ranked  # the notes have nothing of that date: rank as if it were not named
-    if t.dated == "filter":
-        ranked = [(c, v) for c, v in ranked if c not in days or c in within]
-    if not t.date_boost:
-        return ranked
-    top = 1.0 + t.date_boost  # scores stay on 0..1
-    boost = t.date_boost
-    boosted = [((c, (v + boost) / top) if c in within else (c, v / top)) for c, v in ranked]
-    return sorted(boosted, key=lambda item: -item[1])
 
 
 def _holding(
@@ -383,18 +348,6 @@ def _joined(
     return sorted(merged.items(), key=lambda item: -item[1])
 
 
-def _usable(
-    found: list[Stored], manifest: Manifest, filling: bool, filters: Filters | None
-) -> list[Stored]:
-    """The dense candidates a search may use: while the store fills, only those whose
-    vector is of the current text (a file being re-indexed may still have its old ones);
-    with filters, only those they allow."""
-    if filling:
-        current = manifest.with_vectors([s.id for s in found])
-        found = [s for s in found if s.id in current]
-    return [s for s in found if filters is None or filters.allows(s.metadata)]
-
-
 def _other_script(
     query: str,
     by_keyword: dict[str, float],
@@ -412,7 +365,7 @@ def _other_script(
     questions over English notes rank as before; `known` gets the candidates' texts."""
     if t.other_script_keyword == 1.0 or not by_keyword or is_cjk_query(query):
         return by_keyword
-    if side_space(embedder, store) is None:
+    if dense_side.side_space(embedder, store) is None:
         return by_keyword
     missing = [c for c in by_keyword if c not in known]
     known.update((s.id, s) for s in _stored(store, manifest, missing))
@@ -434,95 +387,6 @@ def _blend(
     for c, v in keyword.items():
         fused[c] = fused.get(c, 0.0) + (1 - alpha) * v
     return fused
-
-
-def _nearest(
-    query: str, embedder: Embedder, store: Store, manifest: Manifest, pool: int, content: bool
-) -> tuple[list[Stored], str, np.ndarray | None, np.ndarray]:
-    """The dense candidates, the id of the model whose vectors ranked them, the
-    question's vector in the primary model's space (None when it did not search there)
-    and in the ranking model's.
-
-    With a second, multilingual vector space (embedding_models.py), a CJK question
-    searches it alone (the English-only model's vectors of Chinese text are noise): it
-    holds every chunk of a folder with CJK notes, so the question reaches English notes
-    too. A Latin-script question searches both, the second for its CJK chunks only (its
-    English ones are the first model's, which reads English better), so it can reach a
-    Chinese note by meaning."""
-    side = side_space(embedder, store)
-    cjk = is_cjk_query(query)
-    main = [] if side is not None and cjk else [(embedder, store)]
-    spaces = main + ([side] if side is not None else [])
-    wide = manifest.get("side_scope") == "all"
-    vectors = [e.embed_queries([query])[0] for e, _ in spaces]
-    lists = [
-        s.nearest(
-            vector,
-            pool,
-            where={"cjk": True} if s is not store and wide and not cjk else None,
-            content=content,
-        )
-        for (_, s), vector in zip(spaces, vectors, strict=True)
-    ]
-    return _merge(lists), spaces[0][0].id, vectors[0] if main else None, vectors[0]
-
-
-def _with_windows(
-    dense: list[tuple[str, float]],
-    keyword: list[tuple[str, float]],
-    vector: np.ndarray,
-    embedder_id: str,
-    manifest: Manifest,
-    pool: int,
-    less: float,
-) -> list[tuple[str, float]]:
-    """The dense list with each candidate scored by the better of its cosine and its best
-    window's `less` a margin (windows.py), keyword candidates the dense search missed
-    included: a question that matches one sentence of a long section finds it. Chunks
-    without windows in this model's space (CJK text in MiniLM's, an index from before)
-    keep their cosine."""
-    score = dict(dense)
-    ids = list(dict.fromkeys([*score, *(c for c, _ in keyword)]))
-    found = manifest.windows(windows.key(embedder_id), ids, len(vector))
-    if not found:
-        return dense
-    for chunk_id, cosine in windows.nearest(found, vector).items():
-        score[chunk_id] = max(score.get(chunk_id, 0.0), cosine - less)
-    return sorted(score.items(), key=lambda item: -item[1])[:pool]
-
-
-def side_space(embedder: Embedder, store: Store) -> tuple[Embedder, Store] | None:
-    """The multilingual model and its collection, when this index has CJK chunks in one."""
-    side_id = getattr(embedder, "companion_id", None)
-    if not side_id:
-        return None
-    side = store.side(side_id)
-    if not side.open_existing() or not side.has_chunks():
-        return None
-    return embedder.companion(), side
-
-
-def _merge(lists: list[list[Stored]]) -> list[Stored]:
-    """One dense ranking from the first list and the lists of other models, whose cosines
-    are not on one scale: each other list is shifted so its median candidate meets the
-    first list's median, and a chunk in two lists keeps its better score. So a chunk of
-    another space ranks high when it stands out from its own candidates as far. Chosen on
-    the cross-language questions (bench/multilingual_bench.py): with MiniLM and USE, dense
-    hit@5 1.00 and MRR 0.70, against 1.00 / 0.65 standardising by mean and spread, 0.91 /
-    0.69 comparing raw cosines, 0.91 / 0.72 for MiniLM alone."""
-    first = lists[0] if lists else []
-    if len(lists) < 2 or not first:
-        return [s for found in lists for s in found]
-    best: dict[str, Stored] = {s.id: s for s in first}
-    middle = statistics.median(s.distance for s in first)
-    for other in lists[1:]:
-        if not other:
-            continue
-        shift = middle - statistics.median(s.distance for s in other)
-        for s in other:
-            if s.id not in best or s.distance + shift < best[s.id].distance:
-                best[s.id] = replace(s, distance=s.distance + shift)
-    return sorted(best.values(), key=lambda s: s.distance)
 
 
 def _fetch(
@@ -609,92 +473,14 @@ def _overlaps(a: dict, b: dict) -> bool:
     )
 
 
-# --- where embeds show a chunk ---------------------------------------------------------
-# An embedded section stays one set of chunks, in the note it is written in; the notes
-# that embed it are added to a hit as the places it is shown, at search time. Expanding
-# embeds into the embedding notes' text ranked no better (BENCHMARKS.md, "Embeds and
-# link-aware ranking") and would make every edit re-index the notes that embed it.
-
-_EMBEDS: dict[tuple[str, int], dict[str, list[tuple[str, str, int]]]] = {}
-_EMBEDS_LOCK = threading.Lock()
-
-
-def _embedded_by(manifest: Manifest) -> dict[str, list[tuple[str, str, int]]]:
-    """Indexed file -> the embeds of it: (heading, embedding note, line). Resolved once per
-    generation of the index, so an edit to either note is seen by the next search."""
-    key = (str(getattr(manifest, "path", id(manifest))), manifest.generation())
-    with _EMBEDS_LOCK:
-        found = _EMBEDS.get(key)
-    if found is not None:
-        return found
-    found = {}
-    rows = [row for row in manifest.links() if row[4]]
-    if rows:
-        resolver = vault.Resolver(manifest.files())
-        for source, target, heading, line, _ in rows:
-            to = resolver.resolve(target, source)
-            if to is not None and to != source:
-                found.setdefault(to, []).append((heading, source, line))
-    with _EMBEDS_LOCK:
-        if len(_EMBEDS) >= 8:  # older generations, mostly: a process searches one index or few
-            _EMBEDS.clear()
-        _EMBEDS[key] = found
-    return found
-
-
 def _located(hits: list[Hit], manifest: Manifest, depth: int) -> list[Hit]:
     """The hits with their dates and the notes that show them through embeds
     (`Hit.shown_in`), embeds of embeds followed `depth` deep."""
     hits = _with_dates(hits, manifest)
-    embeds = _embedded_by(manifest) if hits else {}
+    embeds = shown.embedded_by(manifest) if hits else {}
     if not embeds:
         return hits
     return [
-        replace(h, shown_in=_shown_in(manifest, embeds, h, depth)) if h.source in embeds else h
+        replace(h, shown_in=shown.shown_in(manifest, embeds, h, depth)) if h.source in embeds else h
         for h in hits
     ]
-
-
-def _shown_in(
-    manifest: Manifest,
-    embeds: dict[str, list[tuple[str, str, int]]],
-    hit: Hit,
-    depth: int,
-) -> tuple[tuple[str, int], ...]:
-    """The notes that show the hit's lines, following embeds of embeds up to `depth`
-    deep; each note once, so a cycle ends where it closes."""
-    found: list[tuple[str, int]] = []
-    seen = {hit.source}
-    frontier = [(hit.source, hit.heading_chain, hit.text)]
-    for _ in range(depth):
-        following = []
-        for note, note_chain, note_text in frontier:
-            for heading, where, line in embeds.get(note, ()):
-                if where in seen or not _covers(heading, note_chain, note_text):
-                    continue
-                seen.add(where)
-                found.append((where, line))
-                if where in embeds:  # shown further only if that note is embedded too
-                    following.append((where, *_lines_at(manifest, where, line)))
-        frontier = following
-    return tuple(found)
-
-
-def _covers(heading: str, chain: str, text: str) -> bool:
-    """Whether an embed of `heading` ("" the whole note, "^id" a block, else a section,
-    `A#B` its subsection B) shows a chunk under `chain` with this verbatim text."""
-    if not heading:
-        return True
-    if heading.startswith("^"):
-        return re.search(rf"(?:^|\s)\^{re.escape(heading[1:])}[ \t]*$", text, re.M) is not None
-    wanted = heading.rsplit("#", 1)[-1].strip().lower()
-    return any(part.strip().lower() == wanted for part in chain.split(" > "))
-
-
-def _lines_at(manifest: Manifest, source: str, line: int) -> tuple[str, str]:
-    """The heading chain and text of the chunk of `source` holding file line `line`."""
-    for chunk in manifest.chunks_of([source]):
-        meta = chunk.metadata
-        if int(meta.get("line_start", 0)) <= line <= int(meta.get("line_end", 0)):
-            return str(meta.get("heading_chain", "")), chunk.text
-    return "", ""
