@@ -34,6 +34,7 @@ from bench.common import (
     set_constants,
     tiny_data,
     tiny_sets,
+    tuned,
 )
 
 
@@ -59,6 +60,9 @@ def main(argv: list[str] | None = None) -> None:
         "--keyword-only",
         action="store_true",
         help="answer as while the vectors are still stored (an index of its own)",
+    )
+    parser.add_argument(
+        "--tuning", action="append", default=[], help="FIELD=VALUE of the search's tuning"
     )
     args = parser.parse_args(argv)
     set_constants(args.constant)
@@ -91,6 +95,7 @@ def main(argv: list[str] | None = None) -> None:
                 ix = ix.with_name(f"{ix.name}-keyword-only")
             sync = {"vectors": False} if args.keyword_only else {}
             indexes[folder] = open_index(kb, ix, environ, **sync)
+            indexes[folder].tuning = tuned(args.tuning)
         index = indexes[folder]
         queries = evaluate.read_queries(path, answers=True)
         if args.split:

@@ -63,6 +63,18 @@ def open_index(kb: Path, ix: Path, environ: dict[str, str] | None = None, **sync
     return index
 
 
+def tuned(values: list[str]):
+    """The shipped SearchTuning with NAME=VALUE fields (Python literals) replaced: a
+    variant for one run's index."""
+    import ast
+    from dataclasses import replace
+
+    from askmd.search.tuning import SHIPPED
+
+    fields = (v.split("=", 1) for v in values)
+    return replace(SHIPPED, **{name: ast.literal_eval(value) for name, value in fields})
+
+
 def set_constants(constants: list[str]) -> None:
     """MODULE.NAME=VALUE (a Python literal): a module's constant for this run, to measure
     what it earns."""

@@ -29,7 +29,7 @@ from pathlib import Path
 from askmd import evaluate
 from askmd.answer import checks
 from askmd.answer.citations import CITATION
-from bench.common import DATA, ROOT, half, open_index, rewrapped, set_constants
+from bench.common import DATA, ROOT, half, open_index, rewrapped, set_constants, tuned
 
 HELDOUT = ROOT / "bench" / "heldout"
 SHARED_TEST = ("personal-b",)  # shared sets that are test only: never tuned on
@@ -78,6 +78,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--setting", action="append", default=[], help="NAME=VALUE, e.g. ASKMD_TOP_K=5"
     )
+    parser.add_argument(
+        "--tuning", action="append", default=[], help="FIELD=VALUE of the search's tuning"
+    )
+    parser.add_argument(
+        "--keyword-only",
+        action="store_true",
+        help="answer as while the vectors are still stored (an index of its own)",
+    )
     args = parser.parse_args(argv)
     environ = dict(s.split("=", 1) for s in args.setting)
     set_constants(args.constant)
@@ -97,7 +105,12 @@ def main(argv: list[str] | None = None) -> None:
         if args.rewrap:
             notes = rewrapped(notes, args.rewrap, args.index_root / "notes" / name)
             home = args.index_root / f"{name}-wrapped-{args.rewrap}"
-        index = open_index(notes, home, environ)
+        if args.keyword_only:
+            home = home.with_name(f"{home.name}-keyword-only")
+        index = open_index(
+            notes, home, environ, **({"vectors": False} if args.keyword_only else {})
+        )
+        index.tuning = tuned(args.tuning)
         made = index.answerer.grounding
 
         margins = {k: float(v) for k, v in (o.split("=", 1) for o in args.override)}

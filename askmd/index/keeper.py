@@ -278,7 +278,8 @@ class Keeper:
             waiting = self._fill_few(report, progress, READ_WAIT_SECONDS, limit)
             if waiting and not background and self.filler is None:
                 warn(
-                    f"{waiting:,} chunks wait for their vectors: ranking by keyword until "
+                    f"{waiting:,} chunks wait for their vectors: only passages sharing a word "
+                    "with the question are found until "
                     f"{wording.command('index')} (or the REPL, or serve) has stored them"
                 )
         except indexer.IndexBusy as exc:

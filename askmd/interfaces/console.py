@@ -492,11 +492,12 @@ def status(message: str):
 
 
 def filling(stats: dict) -> str | None:
-    """ "vectors 34% — keyword ranking until done" while the vectors are being stored."""
+    """ "vectors 34% — keyword matches only until done" while the vectors are stored:
+    a passage that shares no word with the question is found once they are in."""
     chunks, embedded = stats.get("chunks", 0), stats.get("chunks_embedded", 0)
     if not chunks or embedded >= chunks:
         return None
-    return f"vectors {100 * embedded // chunks}% — keyword ranking until done"
+    return f"vectors {100 * embedded // chunks}% — keyword matches only until done"
 
 
 def show_filling(stats: dict) -> None:

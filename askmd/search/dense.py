@@ -87,6 +87,74 @@ def with_windows(
     return sorted(score.items(), key=lambda item: -item[1])[:pool]
 
 
+def while_filling(
+    query: str,
+    dense: list[tuple[str, float]],
+    dense_by: str,
+    first: list[tuple[str, float]],
+    texts: dict[str, Stored],
+    vectors: tuple[np.ndarray | None, np.ndarray | None],
+    embedder: Embedder,
+    store: Store,
+    manifest: Manifest,
+) -> tuple[list[tuple[str, float]], str]:
+    """The dense list and the id of the model that ranked it, while the store fills: the
+    keyword ranking's `first` candidates scored as a filled index would score them. A CJK
+    question is read by the multilingual model when the folder has CJK notes (the
+    English-only one's vectors of it are noise: `nearest`), even before that model's
+    vectors are stored; about English notes, an English-only model reads its
+    translation's vector instead. `vectors`: the question's vector in the space that ranked
+    `dense` (None when it was not searched), and its translation's (None without one)."""
+    asked, translated = vectors
+    model = embedder if dense_by == embedder.id else embedder.companion()
+    if is_cjk(query) and dense_by == embedder.id:
+        side = getattr(embedder, "companion_id", None)
+        if side and manifest.non_cjk_share() < 1.0:
+            model, dense, asked = embedder.companion(), [], None
+        elif translated is not None:
+            asked = translated
+    if asked is None:
+        asked = model.embed_queries([query])[0]
+    primary = model is embedder
+    return filled_in(dense, first, asked, model, store, manifest, texts, primary), model.id
+
+
+def filled_in(
+    dense: list[tuple[str, float]],
+    keyword: list[tuple[str, float]],
+    asked: np.ndarray,
+    model: Embedder,
+    store: Store,
+    manifest: Manifest,
+    texts: dict[str, Stored],
+    primary: bool,
+) -> list[tuple[str, float]]:
+    """The dense list while the store fills, with the keyword candidates it lacks scored
+    by the same model: their stored vectors where the store has them, computed now where
+    not (from the chunk's heading chain and text, as the index embeds them). So a
+    question asked before the vectors are stored is ranked by meaning among the chunks
+    its words found, instead of by keyword alone or with the chunks already stored
+    crowding out the rest."""
+    import numpy as np
+
+    have = {c for c, _ in dense}
+    wanted = [c for c, _ in keyword if c not in have]
+    if not wanted:
+        return dense
+    vectors = store.vectors(sorted(manifest.with_vectors(wanted))) if primary else {}
+    fresh = [c for c in wanted if c not in vectors and c in texts]
+    if fresh:
+        made = model.embed([_embedding_text(texts[c]) for c in fresh])
+        vectors.update(zip(fresh, made, strict=True))
+    scored = {c: float(np.dot(v, asked)) for c, v in vectors.items()}
+    return sorted([*dense, *scored.items()], key=lambda item: -item[1])
+
+
+def _embedding_text(chunk: Stored) -> str:
+    chain = str(chunk.metadata.get("heading_chain", ""))
+    return f"{chain}\n\n{chunk.text}" if chain else chunk.text
+
+
 def side_space(embedder: Embedder, store: Store) -> tuple[Embedder, Store] | None:
     """The multilingual model and its collection, when this index has CJK chunks in one."""
     side_id = getattr(embedder, "companion_id", None)

@@ -176,9 +176,10 @@ def search(
     the blend scaled to 0..1 (1: first in every retriever that returned anything); in
     "dense" mode the cosine similarity, in "keyword" mode BM25 over the best BM25.
 
-    While the vector store is being filled, hybrid ranks by keyword alone (the chunks
-    with vectors would otherwise crowd out those still waiting); dense search never
-    returns a chunk whose vector is not stored for its text.
+    While the vector store is being filled, the keyword ranking's first candidates are
+    given cosines computed for them (dense.filled_in): the chunks already stored would
+    otherwise crowd out those still waiting. Dense search never returns a chunk whose
+    vector is not stored for its text.
 
     `period`, the day or period the question names, ranks the chunks of that date
     (`_dated`); `filters.since` and `until` keep only chunks dated within them.
@@ -189,13 +190,14 @@ def search(
     filtered = filters != Filters()
     pool = max(MIN_POOL, 4 * k) * (4 if filtered else 1)
     filling = manifest.pending() > 0
-    if mode == "hybrid" and filling:
-        mode = "keyword"  # the vectors are not all stored yet: keyword ranking until done
     t = tuning
+    if mode == "hybrid" and filling and not t.filling_candidates:
+        mode = "keyword"  # the vectors are not all stored yet: keyword ranking until done
     dense: list[tuple[str, float]] = []
     dense_by = embedder.id  # the model whose vectors ranked the dense candidates
     vector = None  # the question's vector in embedder's space, when it was searched there
     known: dict[str, Stored] = {}  # candidates whose text and metadata are already here
+    asked = None  # the question's vector in the space that ranked the dense side
     if mode in ("dense", "hybrid"):
         # Unfiltered, only ids and distances: the few that make the top k are fetched later.
         found, dense_by, vector, asked = dense_side.nearest(
@@ -209,9 +211,9 @@ def search(
                 dense, [], asked, dense_by, manifest, pool, t.cjk_window_margin
             )
     translation = None
-    if mode == "hybrid" and dense and is_cjk_query(query):
+    if mode == "hybrid" and dense and not filling and is_cjk_query(query):
         translation = _translation(query, _english_share(dense, manifest, t), t)
-    elif mode == "keyword" and is_cjk_query(query):  # no dense side to ask: the folder's mix
+    elif is_cjk_query(query) and (mode == "keyword" or filling):  # the folder's mix instead
         translation = _translation(query, manifest.non_cjk_share(), t)
     if translation is not None and mode == "hybrid":  # its vector, in the primary space
         english, weight = translation
@@ -232,6 +234,14 @@ def search(
         missing = [c for c, _ in keyword if c not in known]
         known.update((s.id, s) for s in _stored(store, manifest, missing))
         keyword = [(c, v) for c, v in keyword if c in known and filters.allows(known[c].metadata)]
+    if mode == "hybrid" and filling:
+        first = keyword[: t.filling_candidates]
+        missing = [c for c, _ in first if c not in known]
+        known.update((s.id, s) for s in _stored(store, manifest, missing))
+        translated = vector if translation is not None else None
+        dense, dense_by = dense_side.while_filling(
+            query, dense, dense_by, first, known, (asked, translated), embedder, store, manifest
+        )
     if t.windows and dense_by == embedder.id and not is_cjk(query) and vector is not None:
         dense = dense_side.with_windows(
             dense, keyword, vector, embedder.id, manifest, pool, t.window_margin

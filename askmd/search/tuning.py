@@ -53,6 +53,10 @@ class SearchTuning:
     # Embeds of embeds are followed this deep; a cycle ends sooner, at the first note
     # already listed.
     embed_depth: int = 3
+    # While the store fills, this many of the keyword ranking's first candidates that
+    # have no stored vector get a cosine computed for the question (dense.filled_in), so
+    # the blend ranks them as it will once filled; 0: keyword ranking alone until done.
+    filling_candidates: int = 20
 
 
 SHIPPED = SearchTuning()

@@ -331,7 +331,7 @@ function openReference(turnNode, n) {
 
 function fillingStatus(stats) {
   const percent = Math.floor((100 * stats.chunks_embedded) / Math.max(1, stats.chunks));
-  return `vectors ${percent}% — keyword ranking until done`;
+  return `vectors ${percent}% — keyword matches only until done`;
 }
 
 async function refreshStats() {
