@@ -178,6 +178,22 @@ def test_a_long_streamed_answer_is_appended_not_redrawn(repl) -> None:
     term.quit_with_eof()
 
 
+def test_the_wait_for_an_answer_is_named_and_then_gone_from_the_screen(repl) -> None:
+    """Searching and reading the notes can take seconds (a first question in another
+    language loads a model): a spinner names the wait until the answer or the model's
+    stream begins, and leaves nothing behind."""
+    term = repl(ChatScript(["The API listens on port 8420 [1]."], delay=0.05))
+    term.child.sendline("Which port does the API listen on?")
+    term.wait("[1] guides/ports.md")
+    term.wait(PROMPT)
+    log = term.log.getvalue()
+    assert "searching your notes…" in log
+    screen = final_screen(log)
+    assert "searching your notes" not in screen and "passages…" not in screen, screen
+    assert screen.index("port 8420") < screen.index("[1] guides/ports.md")
+    term.quit_with_eof()
+
+
 def test_ctrl_c_keeps_the_partial_answer_with_its_references(repl) -> None:
     pieces = ["Metrics are served ", "on 9420 [2].\n\n"] + [f"word{i} " for i in range(40)]
     script = ChatScript(pieces, delay=0.2)

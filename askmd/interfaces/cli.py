@@ -15,7 +15,7 @@ from pathlib import Path
 from askmd import pipeline, wording
 from askmd.errors import AskmdError
 from askmd.index import index_home
-from askmd.interfaces import console
+from askmd.interfaces import cli_common, console
 from askmd.interfaces.cli_common import kept_on_ctrl_c, save, show_sync, stream_answer
 from askmd.interfaces.live import LiveIndex
 from askmd.pipeline import Index
@@ -157,7 +157,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         show_sync(index, report)
     k = args.k or settings.top_k
     show = None if args.json else stream_answer
-    result = index.ask(args.question, [], k, filters=filters, show=show)
+    result = cli_common.ask(index, args.question, [], k, show, filters=filters)
     if args.json:
         console.print_json(result.to_json())
     else:

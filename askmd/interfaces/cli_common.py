@@ -1,11 +1,11 @@
-"""What the command line and the REPL share: showing a sync and a streamed answer, saying
-what is kept on Ctrl-C, and saving answers."""
+"""What the command line and the REPL share: showing a sync, the wait for an answer and
+its stream, saying what is kept on Ctrl-C, and saving answers."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from askmd.interfaces import console
 
@@ -19,6 +19,37 @@ def show_sync(index: Index, report: SyncReport | None) -> None:
     """What a sync did, in one line (and its warnings), on stderr."""
     if report is not None:
         console.show_sync(report, index.settings.knowledge_dir, index.settings.include)
+
+
+def ask(
+    index: Index,
+    question: str,
+    turns: list,
+    k: int,
+    show: Callable[[Iterator[str], int], str] | None,
+    searched: Callable[[str, list], None] | None = None,
+    **options: Any,
+) -> Answer:
+    """`index.ask` with a spinner on a terminal while the notes are searched and read (a
+    first question in another language may load a model for seconds); it stops before
+    the answer or the model's stream is shown."""
+    waiting = console.working("searching your notes…")
+
+    def shown(pieces: Iterator[str], sources: int) -> str:
+        waiting.stop()
+        return show(pieces, sources)  # type: ignore[misc]
+
+    def found(query: str, hits: list) -> None:
+        waiting.update(f"reading {console.plural(len(hits), 'passage')}…")
+        if searched is not None:
+            searched(query, hits)
+
+    try:
+        return index.ask(
+            question, turns, k, show=shown if show else None, searched=found, **options
+        )
+    finally:
+        waiting.stop()
 
 
 def stream_answer(pieces: Iterator[str], sources: int) -> str:

@@ -482,6 +482,33 @@ def _figure(value: float | None, form: str = "{:.3f}") -> str:
     return "–" if value is None else form.format(value)
 
 
+class _Working:
+    """A spinner on stderr that can be told what it waits for and stopped twice."""
+
+    def __init__(self, message: str) -> None:
+        self._status = err.status(Text(message, style="dim"), spinner="dots")
+        self._status.start()
+
+    def update(self, message: str) -> None:
+        self._status.update(Text(message, style="dim"))
+
+    def stop(self) -> None:
+        self._status.stop()
+
+
+class _Quiet:
+    def update(self, message: str) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
+def working(message: str) -> _Working | _Quiet:
+    """A wait shown while it lasts, on a terminal only (piped output stays clean)."""
+    return _Working(message) if err.is_terminal else _Quiet()
+
+
 def status(message: str):
     """A spinner on a terminal while something slow happens; nothing when piped."""
     if err.is_terminal:

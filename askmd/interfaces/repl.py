@@ -14,7 +14,7 @@ from askmd import pipeline
 from askmd.answer import followup
 from askmd.answer.result import Answer, Turn
 from askmd.errors import AskmdError
-from askmd.interfaces import console
+from askmd.interfaces import cli_common, console
 from askmd.interfaces.cli_common import kept_on_ctrl_c, save, show_sync, stream_answer
 from askmd.interfaces.live import LiveIndex
 from askmd.pipeline import Index
@@ -219,8 +219,8 @@ def _ask_in_repl(index: Index, talk: Conversation, line: str) -> Answer:
         tell()
         return stream_answer(pieces, sources)
 
-    result = index.ask(
-        line, talk.turns, index.settings.top_k, show=show, filters=talk.filters(),
+    result = cli_common.ask(
+        index, line, talk.turns, index.settings.top_k, show, filters=talk.filters(),
         searched=lambda query, _hits: searched.append(query),
     )  # fmt: skip
     searched.append(result.query)
