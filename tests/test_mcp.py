@@ -22,7 +22,7 @@ import pytest
 from mcp import Client, MCPError, StdioServerParameters
 
 from askmd import pipeline, version
-from askmd.interfaces import mcp_server
+from askmd.interfaces import mcp_server, mcp_stdio
 from askmd.settings import load_settings
 from tests.conftest import NOTES, ROOT, clean_env, index_once, write_notes
 from tests.openai_server import ChatScript, OpenAIServer
@@ -676,7 +676,7 @@ def test_a_line_the_server_cannot_parse_is_answered_with_an_error_and_it_goes_on
         assert receive(server, 7)["error"]["code"] == -32600
         server.stdin.write(b'{"jsonrpc": "2.0", "id": null, "method": "ping"}\n')  # MCP: no null
         assert receive_error(server)["error"]["code"] == -32600
-        server.stdin.write(b"x" * (mcp_server.MAX_LINE_BYTES + 1))  # no newline yet
+        server.stdin.write(b"x" * (mcp_stdio.MAX_LINE_BYTES + 1))  # no newline yet
         refused = receive_error(server)["error"]
         assert refused["code"] == -32700 and "MB" in refused["message"]
         server.stdin.write(b"y" * 100_000 + b"\n")  # the rest of the long line is skipped

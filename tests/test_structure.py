@@ -28,6 +28,8 @@ INTERFACES = {
     "server",
     "api",
     "mcp_server",
+    "mcp_schema",
+    "mcp_stdio",
 }
 
 

@@ -372,9 +372,9 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     """Serve the notes to AI assistants over the Model Context Protocol, on stdio."""
-    from askmd.interfaces import mcp_server
+    from askmd.interfaces import mcp_stdio
 
-    return mcp_server.serve(settings, allow_write=args.allow_write)
+    return mcp_stdio.serve(settings, allow_write=args.allow_write)
 
 
 def _add_filters(command: argparse.ArgumentParser) -> None:

@@ -1,4 +1,4 @@
-"""The notes inside AI assistants: a Model Context Protocol server over stdio.
+"""The notes inside AI assistants: the tools and resources of askmd's MCP server.
 
 `python rag.py mcp` is started by a desktop client (Claude Desktop, Claude Code, Cursor,
 VS Code…), which speaks JSON-RPC over the process's stdin and stdout. So stdout carries
@@ -11,18 +11,16 @@ content). Every path a client names goes through folder.py, the HTTP API's own c
 writes exist only with --allow-write and follow the API's ingest and delete exactly. The
 index is shared with a REPL or `serve` running at the same time (one writer at a time,
 pipeline.Index), and a watcher keeps it in step with the folder while the server runs.
+The transport is mcp_stdio.py; the tools' return types are mcp_schema.py.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import re
-import sys
 import threading
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 import anyio
@@ -30,17 +28,24 @@ import mcp_types as types
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.mcpserver.resources.templates import ResourceSecurity
-from mcp.shared._context_streams import create_context_streams
-from mcp.shared.message import SessionMessage
 from mcp.shared.uri_template import UriTemplate
-from pydantic import ConfigDict, Field, ValidationError, with_config
-from typing_extensions import TypedDict
+from pydantic import Field, ValidationError
 
 from askmd import pipeline
 from askmd.answer.limits import MAX_QUESTION_CHARS
 from askmd.errors import AskmdError, NotFound, first_line
 from askmd.interfaces import console, folder
 from askmd.interfaces.live import LiveIndex
+from askmd.interfaces.mcp_schema import (
+    AddResult,
+    AskResult,
+    DeleteResult,
+    IndexStatus,
+    NoteList,
+    NoteText,
+    RelatedNotes,
+    SearchResults,
+)
 from askmd.pipeline import Index
 from askmd.read import notes, readers
 from askmd.version import __version__
@@ -52,9 +57,6 @@ NOTE_URI = "note://{+path}"
 LISTING_URI = "notes://list"
 WRITE_QUEUE_SECONDS = 300.0  # as the API: a change behind a long one waits this long
 WRITE_LOCK_SECONDS = 5.0  # ... and this long for another process's update
-MAX_LINE_BYTES = 8 * 1024 * 1024  # one JSON-RPC message; a longer line is refused unread
-READ_BYTES = 64 * 1024
-EOF = object()  # what `next` gives once stdin is closed
 
 INSTRUCTIONS = (
     "Search and read the user's Markdown notes. search_notes finds passages (path and line "
@@ -66,145 +68,6 @@ Query = Annotated[str, Field(max_length=MAX_QUESTION_CHARS)]
 K = Annotated[int, Field(ge=1, le=MAX_K, description=f"how many passages, 1 to {MAX_K}")]
 NotesK = Annotated[int, Field(ge=1, le=MAX_K, description=f"how many notes, 1 to {MAX_K}")]
 Line = Annotated[int | None, Field(ge=1, description="1-based, inclusive; front matter counts")]
-
-
-# --- the results: the CLI's --json objects --------------------------------------------------
-
-# A field the CLI's JSON gains is passed on, not dropped by the schema.
-OPEN = ConfigDict(extra="allow")
-
-
-@with_config(OPEN)
-class SearchResult(TypedDict):
-    rank: int
-    score: float
-    source: str
-    heading_chain: str
-    line_start: int
-    line_end: int
-    chunk_id: str
-    text: str
-
-
-class SearchResults(TypedDict):
-    query: str
-    retriever: str  # "hybrid", or "keyword" while the vectors are still being stored
-    results: list[SearchResult]
-
-
-@with_config(OPEN)
-class ReferenceJson(TypedDict):
-    n: int
-    source: str
-    heading_chain: str
-    line_start: int
-    line_end: int
-    text: str
-    supported: bool | None  # False: the answer cites this passage for what it does not say
-
-
-class PointerJson(TypedDict):
-    source: str
-    heading_chain: str
-    line_start: int
-    line_end: int
-
-
-class ReasonJson(TypedDict):
-    # why the notes do not answer (askmd/answer/reasons.py): "unmentioned", "uncompared",
-    # "absent", "not_days", "other_days", "neighbour" or "lacking"
-    kind: str
-    items: list[str]  # the names, days or kinds of value it is about
-    given_for: list[str]  # "neighbour": what the closest passages give the value for
-    value: str  # "neighbour": the kind of value
-
-
-@with_config(OPEN)
-class AskResult(TypedDict):
-    question: str
-    answer: str
-    mode: str  # "llm", or "extractive" (no LLM configured, or it failed: llm_error says why)
-    citations: list[int]
-    invalid_citations: list[int]
-    references: list[ReferenceJson]
-    retrieval_ms: float
-    generation_ms: float
-    rerank_ms: float | None
-    query: str
-    llm_error: str | None
-    retriever: str
-    answered: bool  # False: the notes don't answer it; nothing is cited, `nearest` points
-    confidence: float | None
-    nearest: list[PointerJson]
-    unsupported_citations: list[int]
-    dates: dict | None  # {"since", "until"}: the days the question named or were given
-    reasons: list[ReasonJson]  # why it was declined, or what to check in an answer
-
-
-class NoteText(TypedDict):
-    path: str
-    line_start: int
-    line_end: int
-    total_lines: int
-    truncated: bool  # the range was longer than MAX_READ_CHARS: read on from line_end + 1
-    text: str
-
-
-class NoteEntry(TypedDict):
-    path: str
-    chunks: int
-    title: str
-
-
-class NoteList(TypedDict):
-    glob: str | None
-    count: int  # notes matching, all of them
-    truncated: bool  # more than MAX_LISTED matched: narrow the glob
-    notes: list[NoteEntry]
-
-
-class IndexStatus(TypedDict):
-    knowledge_dir: str
-    files: int
-    chunks: int
-    embedder: str
-    dimension: int
-    index_dir: str
-    last_sync: str | None
-    links: int  # links written in the notes
-    broken_links: int  # of those, the ones that lead to no note
-    chunks_embedded: int  # chunks whose vectors are stored; the rest are found by keyword
-    keyword_ready: bool  # every note is recorded for keyword search
-    collection: str  # the Chroma collection holding the vectors
-    filler: str  # vectors stored in the background: "running", "stopped: <why>" or "off"
-    syncing: bool  # this server's start-up sync, or any process's update, is running
-    watching: bool  # changes saved in the folder reach the index as they happen
-
-
-@with_config(OPEN)
-class RelatedNote(TypedDict):
-    source: str
-    score: float
-    linked: bool  # already linked to or from the note
-    why: list[str]  # "similar", "links to it", "linked from it", "shared links", "shared tag #x"
-
-
-class RelatedNotes(TypedDict):
-    note: str
-    related: list[RelatedNote]
-
-
-class AddResult(TypedDict):
-    status: str  # "created", "updated" or "unchanged"
-    file: str
-    chunks: int
-
-
-class DeleteResult(TypedDict):
-    status: str
-    file: str
-    chunks: int
-    trash: str | None
 
 
 # --- refusals -------------------------------------------------------------------------------
@@ -596,153 +459,3 @@ def build(index: Index, allow_write: bool = False, watch: bool | None = None) ->
         return json.dumps(found, ensure_ascii=False, indent=1)
 
     return server
-
-
-# --- stdio ------------------------------------------------------------------------------------
-
-
-def divert_stdout() -> io.BufferedWriter:
-    """The protocol's own copy of stdout; fd 1 then points at stderr for the rest of the
-    process, so nothing else (a print, a C library, a child process) reaches the wire."""
-    sys.stdout.flush()
-    wire = os.fdopen(os.dup(1), "wb", buffering=0)
-    os.dup2(2, 1)
-    return wire
-
-
-class ParseError(Exception):
-    """A line that is no JSON-RPC message: answered with an error at once, not handed on
-    (the SDK drops it unanswered). `code` is -32700 for a line that is not JSON, -32600
-    for JSON that is not a message."""
-
-    def __init__(self, message: str, code: int = types.PARSE_ERROR, id: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.id = id if isinstance(id, str | int) and not isinstance(id, bool) else None
-
-
-_NULL_ID = re.compile(r'"id"\s*:\s*null')
-
-
-def parse(line: str) -> SessionMessage | ParseError:
-    """One JSON-RPC message from a line. The SDK's own parser refuses a lone surrogate
-    (`"\\ud800"`, valid JSON) and the request would then go unanswered, so such a line is
-    parsed by Python's json and validated as an object: the tool then refuses the string
-    in one line. JSON nested deeper than Python's json recurses is not JSON here."""
-    if _NULL_ID.search(line):  # MCP: "the ID MUST NOT be null"; read as a notification
-        try:  # it would go unanswered and the client wait for ever
-            message = json.loads(line)
-        except (ValueError, RecursionError):
-            message = None
-        if isinstance(message, dict) and "id" in message and message["id"] is None:
-            return ParseError("Invalid request: its id is null", types.INVALID_REQUEST)
-    try:
-        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
-    except ValidationError:
-        try:
-            message = json.loads(line)
-        except (ValueError, RecursionError):
-            return ParseError("Parse error: not JSON")
-    try:
-        return SessionMessage(types.jsonrpc_message_adapter.validate_python(message, by_name=False))
-    except (ValidationError, RecursionError):
-        id = message.get("id") if isinstance(message, dict) else None
-        return ParseError("Invalid request: not a JSON-RPC message", types.INVALID_REQUEST, id)
-
-
-def lines(stream: io.BufferedIOBase, limit: int = MAX_LINE_BYTES) -> Iterator[bytes | None]:
-    """The lines of `stream`, read a block at a time so that none is held past `limit`
-    bytes: a longer line yields None as soon as it is over, and the rest of it, up to its
-    newline, is read and dropped (a client's runaway line must not fill the memory)."""
-    pending = bytearray()
-    skipping = False
-    while block := stream.read1(READ_BYTES):
-        start = 0
-        while (end := block.find(b"\n", start)) != -1:
-            if not skipping:
-                pending += block[start:end]
-                yield None if len(pending) > limit else bytes(pending)
-            pending.clear()
-            skipping = False
-            start = end + 1
-        if not skipping:
-            pending += block[start:]
-            if len(pending) > limit:
-                pending.clear()
-                skipping = True
-                yield None
-    if pending and not skipping:
-        yield bytes(pending)
-
-
-def refused(problem: ParseError) -> SessionMessage:
-    """The JSON-RPC error answering a line that was no message."""
-    error = types.ErrorData(code=problem.code, message=str(problem))
-    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=problem.id, error=error))
-
-
-@asynccontextmanager
-async def stdio(wire: io.BufferedWriter) -> AsyncIterator[tuple[Any, Any]]:
-    """The stdio transport (the SDK's, with `parse` and `lines` for reading): lines of
-    JSON from stdin, lines of JSON to `wire`. It ends when the client closes stdin; a line
-    it cannot read is answered with an error and the next one is read."""
-    incoming = lines(sys.stdin.buffer)
-    out = anyio.wrap_file(io.TextIOWrapper(wire, encoding="utf-8", write_through=True))
-    read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
-    write_stream, write_reader = create_context_streams[SessionMessage](0)
-    writing = anyio.Lock()
-
-    async def send(message: SessionMessage) -> None:
-        text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-        async with writing:
-            try:
-                await out.write(text + "\n")
-            except (BrokenPipeError, ConnectionResetError):
-                # the client no longer reads: nothing more can be answered
-                tasks.cancel_scope.cancel()
-
-    async def reader() -> None:
-        async with read_writer:
-            while (
-                line := await anyio.to_thread.run_sync(next, incoming, EOF, abandon_on_cancel=True)
-            ) is not EOF:
-                if line is None:
-                    limit = MAX_LINE_BYTES / 1048576
-                    await send(refused(ParseError(f"Parse error: a line over {limit:.4g} MB")))
-                elif line.strip():
-                    message = parse(line.decode("utf-8", errors="replace"))
-                    if isinstance(message, ParseError):
-                        await send(refused(message))
-                    else:
-                        await read_writer.send(message)
-
-    async def writer() -> None:
-        async with write_reader:
-            async for message in write_reader:
-                await send(message)
-
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(reader)
-        tasks.start_soon(writer)
-        yield read_stream, write_stream
-
-
-async def _serve(server: NotesServer, wire: io.BufferedWriter) -> None:
-    async with stdio(wire) as (read_stream, write_stream):
-        lowlevel = server._lowlevel_server
-        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
-
-
-def serve(settings, allow_write: bool = False) -> int:
-    """`python rag.py mcp`: serve until the client closes stdin, then exit 0."""
-    wire = divert_stdout()
-    index = Index(settings, loading=console.status)
-    server = build(index, allow_write)
-    with server.notes.live:  # stopped on leaving, however it ends
-        server.notes.start()
-        mode = "read and write" if allow_write else "read-only"
-        console.err.print(
-            f"askmd MCP server over {settings.knowledge_dir.resolve()}/ ({mode}), on stdio"
-        )
-        anyio.run(_serve, server, wire)
-    return 0
