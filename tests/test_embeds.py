@@ -4,7 +4,7 @@ they are shown (`Hit.shown_in`), cycles and chains bounded, edits seen by the ne
 import pytest
 
 from askmd import evaluate, pipeline
-from askmd.interfaces import console
+from askmd.interfaces import console, found_display
 from askmd.settings import load_settings
 from tests.conftest import write_notes
 
@@ -116,7 +116,7 @@ def test_debug_lists_where_a_hit_is_shown(index):
     width, console.out.width = console.out.width, 200  # one table row a line
     try:
         with console.out.capture() as captured:
-            console.show_debug(hits, "quokka filter", index.graph.backlinks())
+            found_display.show_debug(hits, "quokka filter", index.graph.backlinks())
     finally:
         console.out.width = width
     assert "shown in Guide.md:7" in captured.get()
@@ -133,7 +133,7 @@ def test_debug_at_110_columns_breaks_no_path_inside_a_word() -> None:
     width, console.out.width = console.out.width, 110
     try:
         with console.out.capture() as captured:
-            console.show_debug(hits, "offsite backup")
+            found_display.show_debug(hits, "offsite backup")
     finally:
         console.out.width = width
     shown = captured.get()

@@ -25,6 +25,8 @@ INTERFACES = {
     "repl",
     "__main__",
     "console",
+    "answer_display",
+    "found_display",
     "server",
     "api",
     "mcp_server",

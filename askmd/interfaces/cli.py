@@ -15,7 +15,7 @@ from pathlib import Path
 from askmd import pipeline, wording
 from askmd.errors import AskmdError
 from askmd.index import index_home
-from askmd.interfaces import cli_common, console
+from askmd.interfaces import answer_display, cli_common, console, found_display
 from askmd.interfaces.cli_common import kept_on_ctrl_c, save, show_sync, stream_answer
 from askmd.interfaces.live import LiveIndex
 from askmd.pipeline import Index
@@ -119,7 +119,7 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     elif not hits and filters and filters.tags and _unknown_tag(index, filters.tags):
         console.notice(_unknown_tag(index, filters.tags))
     else:
-        console.show_hits(hits, args.query)
+        found_display.show_hits(hits, args.query)
     return 0
 
 
@@ -161,7 +161,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         console.print_json(result.to_json())
     else:
-        console.show_answer(result)
+        answer_display.show_answer(result)
     if args.save:
         save(index, [result], args.save)
     return 130 if result.cancelled else 0
@@ -190,7 +190,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         if args.json:
             console.print_json(answered.to_json())
         else:
-            console.show_answers_eval(answered, verbose=args.verbose)
+            found_display.show_answers_eval(answered, verbose=args.verbose)
         return 0
     unknown = evaluate.unknown_paths(queries, set(index.manifest.files()))
     if unknown:
@@ -205,7 +205,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         console.print_json(result.to_json())
     else:
-        console.show_eval(result, verbose=args.verbose)
+        found_display.show_eval(result, verbose=args.verbose)
     return 0
 
 
@@ -264,7 +264,7 @@ def cmd_related(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         console.print_json(found)
     else:
-        console.show_related(found)
+        found_display.show_related(found)
     return 0
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from askmd.interfaces import console
+from askmd.interfaces import answer_display, console
 
 if TYPE_CHECKING:
     from askmd.answer.result import Answer
@@ -54,7 +54,7 @@ def ask(
 
 def stream_answer(pieces: Iterator[str], sources: int) -> str:
     """An answer shown on the terminal as the model writes it."""
-    return console.stream_answer(pieces, sources=sources)
+    return answer_display.stream_answer(pieces, sources=sources)
 
 
 def save(index: Index, answers: list[Answer], target: str | None) -> None:

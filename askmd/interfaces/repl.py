@@ -14,7 +14,7 @@ from askmd import pipeline
 from askmd.answer import followup
 from askmd.answer.result import Answer, Turn
 from askmd.errors import AskmdError
-from askmd.interfaces import cli_common, console
+from askmd.interfaces import answer_display, cli_common, console, found_display
 from askmd.interfaces.cli_common import kept_on_ctrl_c, save, show_sync, stream_answer
 from askmd.interfaces.live import LiveIndex
 from askmd.pipeline import Index
@@ -95,7 +95,7 @@ def _loop(index: Index, settings: Settings, say) -> int:
         except AskmdError as exc:
             console.error(str(exc))
         except KeyboardInterrupt:
-            console.cancelled()
+            answer_display.cancelled()
 
 
 def _say(live: LiveIndex, notices: list[str]) -> None:
@@ -138,18 +138,18 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
             rest, talk.turns, lambda q: index.search(q, index.settings.top_k, filters=filters), None
         )
         _show_dates(index.searcher.dates_in(query), filters)
-        console.show_debug(hits, query, index.graph.backlinks())
+        found_display.show_debug(hits, query, index.graph.backlinks())
         talk.sources = (query, hits)
         if hits:
-            console.show_verdict(index.answerer.grounding().judge(query, hits))
+            found_display.show_verdict(index.answerer.grounding().judge(query, hits))
     elif word == "/related":
         if not rest.strip():
             raise AskmdError("/related needs a note, e.g. /related Ideas/Garden.md")
-        console.show_related(index.graph.related(rest.strip()))
+        found_display.show_related(index.graph.related(rest.strip()))
     elif word == "/sources":
         if talk.sources is None:
             raise AskmdError("no answer yet: ask a question first")
-        console.show_hits(talk.sources[1], talk.sources[0], full=True)
+        found_display.show_hits(talk.sources[1], talk.sources[0], full=True)
     elif word in ("/since", "/until"):
         _limit_dates(talk, word[1:], rest.strip())
     elif word == "/clear":
@@ -164,7 +164,7 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
     else:
         console.show_filling(index.keeper.filling())
         result = _ask_in_repl(index, talk, line)
-        console.show_answer(result, hint=talk.last is None)
+        answer_display.show_answer(result, hint=talk.last is None)
         talk.last = result
         talk.sources = (result.query, result.hits)
         talk.answers.append(result)
