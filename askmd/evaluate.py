@@ -25,7 +25,7 @@ from askmd.terms import content_terms
 
 if TYPE_CHECKING:
     from askmd.answer.result import Answer
-    from askmd.search.retriever import Hit
+    from askmd.search.hits import Hit
 
 CHUNKS_PER_FILE = 5  # chunks fetched per file wanted: enough to fill k files after ties
 

@@ -20,7 +20,7 @@ from askmd.answer.prompt import SYSTEM_PROMPT, build_messages
 from askmd.answer.references import references
 from askmd.answer.result import Reference, Turn
 from askmd.answer.sentences import FRAGMENT_CHARS, sentences
-from askmd.search.retriever import Hit
+from askmd.search.hits import Hit
 from askmd.terms import content_terms
 from tests.conftest import ASK_JSON_FIELDS
 

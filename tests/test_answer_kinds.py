@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from askmd.answer import answer_kinds
+from askmd.answer import answer_kinds, values
 from askmd.answer.exchange import DECLINED, DECLINED_ZH
 from tests.conftest import ROOT, clean_env, synced_index, write_notes
 
@@ -177,14 +177,12 @@ def test_figure_asks_for_digits() -> None:
 
 
 def test_the_kinds_are_named_in_the_question_language() -> None:
-    assert answer_kinds.described(["price"], cjk=False) == "price"
-    assert answer_kinds.described(["price", "date", "number"], cjk=False) == (
-        "price, date or number"
-    )
-    assert answer_kinds.described(["price", "date"], cjk=True) == "价格或日期"
-    assert answer_kinds.described(["time"], cjk=False) == "time of day"
-    assert answer_kinds.described(["time"], cjk=True) == "时间"
-    assert answer_kinds.described(["creator"], cjk=False) == "creator"
+    assert values.described(["price"], cjk=False) == "price"
+    assert values.described(["price", "date", "number"], cjk=False) == ("price, date or number")
+    assert values.described(["price", "date"], cjk=True) == "价格或日期"
+    assert values.described(["time"], cjk=False) == "time of day"
+    assert values.described(["time"], cjk=True) == "时间"
+    assert values.described(["creator"], cjk=False) == "creator"
 
 
 NOTES = {

@@ -8,7 +8,7 @@ import pytest
 
 from askmd.answer import compared
 from askmd.answer.exchange import DECLINED, DECLINED_ZH
-from askmd.search.retriever import Hit
+from askmd.search.hits import Hit
 from tests.conftest import synced_index
 
 

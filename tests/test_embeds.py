@@ -123,7 +123,7 @@ def test_debug_lists_where_a_hit_is_shown(index):
 
 
 def test_debug_at_110_columns_breaks_no_path_inside_a_word() -> None:
-    from askmd.search.retriever import Hit
+    from askmd.search.hits import Hit
 
     hits = [
         Hit(n, 0.9 - n / 10, f"c{n}", f"projects/homelab/backups/offsite-restic-hetzner-{n}.md",

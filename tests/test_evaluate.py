@@ -11,7 +11,7 @@ import pytest
 from askmd import evaluate
 from askmd.errors import AskmdError
 from askmd.evaluate import Miss, Query, read_queries
-from askmd.search.retriever import Hit
+from askmd.search.hits import Hit
 from tests.conftest import write_notes
 
 JSON_KEYS = ["queries", "k", "hit@1", "hit@5", "hit@10", "recall@10", "mrr@10"]

@@ -24,7 +24,7 @@ from askmd.answer.chat import Chat
 from askmd.answer.citations import check_citations
 from askmd.answer.exchange import ask
 from askmd.errors import AskmdError
-from askmd.search.retriever import Hit
+from askmd.search.hits import Hit
 from tests.conftest import NOTES, clean_env, index_once, write_notes
 from tests.openai_server import OpenAIServer
 

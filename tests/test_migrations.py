@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from askmd.index import migrations
+from askmd.index import migrations, upgrades
 from askmd.index.manifest import MANIFEST, Manifest
 from askmd.pipeline import Index
 from askmd.settings import load_settings
@@ -19,7 +19,7 @@ from tests.conftest import ROOT
 
 RELEASE = ROOT / "tests" / "fixtures" / "release-index"
 SCHEMA = [m.__name__ for m in migrations.SCHEMA]
-UPGRADES = [u.__name__ for u in migrations.INDEX_UPGRADES]
+UPGRADES = [u.__name__ for u in upgrades.INDEX_UPGRADES]
 QUESTION = "what water temperature for a pour-over"
 
 
@@ -50,6 +50,12 @@ def embedded_vectors(root: Path) -> int:
         return db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
     finally:
         db.close()
+
+
+def test_the_upgrades_known_by_name_are_the_upgrades_run() -> None:
+    """A manifest refuses an index holding migrations it does not know by their names
+    alone; those names must be the upgrades this code runs, in their order."""
+    assert tuple(UPGRADES) == migrations.INDEX_UPGRADE_NAMES
 
 
 def test_the_release_index_migrates_once_when_opened(release: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 from askmd.answer.exchange import DECLINED, DECLINED_ZH
 from askmd.answer.question import Question
 from askmd.answer.units import units
-from askmd.search.retriever import Hit
+from askmd.search.hits import Hit
 from tests.conftest import synced_index
 
 NOTES = {

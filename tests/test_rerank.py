@@ -12,7 +12,7 @@ import pytest
 from askmd.answer.chat import Chat
 from askmd.errors import AskmdError
 from askmd.search import rerank
-from askmd.search.retriever import Hit
+from askmd.search.hits import Hit
 from tests.conftest import write_notes
 from tests.openai_server import OpenAIServer, chunk
 

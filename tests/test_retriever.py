@@ -20,7 +20,7 @@ from askmd.index import windows
 from askmd.index.manifest import Manifest
 from askmd.interfaces import cli
 from askmd.search import retriever
-from askmd.search.retriever import Filters, Hit
+from askmd.search.hits import Filters, Hit
 from askmd.search.tuning import SHIPPED
 from askmd.settings import load_settings
 from askmd.terms import content_terms

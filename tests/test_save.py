@@ -216,7 +216,7 @@ def test_an_answer_saved_among_the_notes_is_searched_but_not_answered_from(
     notes it came from are cited, not it (nor a line of its reference list); search and
     a question with its tag still find it."""
     from askmd.answer.sentences import sentences
-    from askmd.search.retriever import Filters
+    from askmd.search.hits import Filters
 
     index = synced_index(tmp_path, {
         "ops/backups.md": "# Backups\n\nA snapshot of the database is taken every night at "

@@ -90,6 +90,48 @@ def test_no_core_module_prints(path: Path) -> None:
     assert printing_calls(path) == []
 
 
+def module_graph() -> dict[str, set[str]]:
+    """askmd's modules by dotted name, each with the askmd modules it imports: at the top,
+    inside a function or only for type checking, all alike."""
+    names = {}
+    for path in (ROOT / "askmd").rglob("*.py"):
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        names[name.removesuffix(".__init__")] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found.update(a.name for a in node.names if a.name in names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:
+                    inner = f"{node.module}.{alias.name}"
+                    found.add(inner if inner in names else node.module)
+        graph[name] = {m for m in found if m in names and m != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other, directly or round a loop."""
+    reach = {name: set() for name in graph}
+    for start in graph:
+        todo = list(graph[start])
+        while todo:
+            name = todo.pop()
+            if name not in reach[start]:
+                reach[start].add(name)
+                todo.extend(graph[name])
+    groups = {
+        frozenset({a, *(b for b in reach[a] if a in reach[b])}) for a in graph if a in reach[a]
+    }
+    return sorted(sorted(g) for g in groups)
+
+
+def test_no_module_imports_one_that_imports_it_back() -> None:
+    """Type-only imports count: a loop of them still ties the modules' designs together."""
+    assert cycles(module_graph()) == []
+
+
 def test_a_sync_search_and_ask_write_nothing_to_stdout(tmp_path: Path, capfd) -> None:
     """Run in-process, the way an MCP server would, with the file descriptors captured
     (so a C library writing to fd 1 counts too)."""

@@ -263,17 +263,6 @@ LABELS = {
 }
 
 
-def described(kinds: list[str], cjk: bool) -> str:
-    """The kinds, named in the question's language to follow "no": "price or date",
-    "价格或日期"."""
-    from askmd.answer.values import LABELS as VALUES
-
-    labels = [{**LABELS, **VALUES}[k][1 if cjk else 0] for k in kinds]
-    if cjk:
-        return "或".join(labels)
-    return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " or " + labels[-1]
-
-
 def asked(question: str) -> list[Kind]:
     """The kinds of value a question asks for, most specific first (read from its first
     QUESTION_CHARS: the patterns' cost grows with the square of the text)."""

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from askmd.answer.result import Answer, Turn
 from askmd.search import rerank, retriever
+from askmd.search.hits import SAVED_ANSWER
 from askmd.search.searcher import check_question
 
 if TYPE_CHECKING:
@@ -73,8 +74,8 @@ class Lookup:
 
 def _saved_answers_in(hits: list[retriever.Hit], filters: retriever.Filters | None) -> bool:
     """Whether answers askmd saved among the notes were found, and not asked for."""
-    wanted = filters is not None and retriever.SAVED_ANSWER in filters.tags
-    return not wanted and any(retriever.SAVED_ANSWER in hit.tags for hit in hits)
+    wanted = filters is not None and SAVED_ANSWER in filters.tags
+    return not wanted and any(SAVED_ANSWER in hit.tags for hit in hits)
 
 
 class Answerer:

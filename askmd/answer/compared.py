@@ -23,7 +23,7 @@ from askmd.answer import names
 from askmd.terms import STOPWORDS, terms
 
 if TYPE_CHECKING:
-    from askmd.search.retriever import Hit
+    from askmd.search.hits import Hit
 
 _WEIGHS = re.compile(
     r"\b(better|worse|best|worst|faster|slower|easier|harder|simpler|cheaper|safer|lighter"

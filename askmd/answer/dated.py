@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from askmd.search.dates_in_query import Period
-    from askmd.search.retriever import Hit
+    from askmd.search.hits import Hit
 
 # A question naming a longer period (a year, "2024年") asks about a topic in it more
 # than about an entry of it, and a plan written in 2024 may be what it wants: only a day,

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from askmd.answer.chat import Chat
     from askmd.answer.grounding import Grounding
     from askmd.answer.result import Turn
-    from askmd.search.retriever import Hit
+    from askmd.search.hits import Hit
 
 # Said instead of an answer when the passages found do not answer the question
 # (grounding.judge), in the question's language; the nearest passages follow as pointers,

@@ -25,7 +25,7 @@ from askmd.search.query_translation import english_terms
 from askmd.terms import content_terms, has_cjk
 
 if TYPE_CHECKING:
-    from askmd.search.retriever import Hit
+    from askmd.search.hits import Hit
 
 ENABLE_GENERATION = (
     "No LLM is configured, so these are sentences quoted from your notes. For generated "

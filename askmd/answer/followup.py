@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from askmd.answer.chat import Chat
     from askmd.answer.result import Turn
-    from askmd.search.retriever import Hit
+    from askmd.search.hits import Hit
 
 MAX_TURNS = 6  # earlier exchanges a follow-up rewrite may look back on
 FOLLOW_UP_DEPTH = 1  # merged-search passages that may show a question is a follow-up

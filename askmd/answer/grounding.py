@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from askmd.index.embedder import Embedder
     from askmd.search.dates_in_query import Period
-    from askmd.search.retriever import Hit
+    from askmd.search.hits import Hit
 
 PASSAGES = 5  # the top passages read for the decision and the extractive answer
 MAX_SENTENCES = 80  # sentences embedded per question, best-ranked passages first

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from askmd.terms import CJK_CLASS, STOPWORDS, cjk_share, has_cjk, is_cjk, terms
 
 if TYPE_CHECKING:
-    from askmd.search.retriever import Hit
+    from askmd.search.hits import Hit
 
 ACRONYM = 4  # letters; a longer word in capitals is emphasis ("REALLY"), not a name to join
 SHORTEST = 3  # letters; shorter names (`C`, `Go`, `UI`) are too often part of other words

@@ -11,7 +11,7 @@ from askmd.read.chunker import pages_label
 
 if TYPE_CHECKING:
     from askmd.answer.result import Turn
-    from askmd.search.retriever import Hit
+    from askmd.search.hits import Hit
 
 SYSTEM_PROMPT = """\
 You answer questions about the user's notes. Use only the numbered sources given with \

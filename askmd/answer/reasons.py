@@ -131,7 +131,7 @@ def render(reason: Reason, cjk: bool = False, form: str = "decline") -> str:
 
 def _items(reason: Reason, cjk: bool, text: Text, quoted: bool) -> str:
     if reason.kind == "lacking":
-        from askmd.answer.answer_kinds import described
+        from askmd.answer.values import described
 
         return described(list(reason.items), cjk)
     if reason.kind == "other_days":

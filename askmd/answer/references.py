@@ -12,7 +12,7 @@ from askmd.answer.sentences import LIST_MARK, SENTENCE, sentences, trim
 from askmd.terms import content_terms
 
 if TYPE_CHECKING:
-    from askmd.search.retriever import Hit
+    from askmd.search.hits import Hit
 
 
 def _best_fragment(hit: Hit, about: str) -> str:

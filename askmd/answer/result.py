@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from askmd.answer.reasons import Reason, ReasonViews
 
 if TYPE_CHECKING:
-    from askmd.search.retriever import Hit
+    from askmd.search.hits import Hit
 
 
 @dataclass(frozen=True)

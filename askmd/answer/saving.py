@@ -32,7 +32,7 @@ from askmd.answer.result import Answer
 from askmd.errors import AskmdError
 from askmd.index import index_home
 from askmd.read import chunker, notes
-from askmd.search.retriever import SAVED_ANSWER
+from askmd.search.hits import SAVED_ANSWER
 from askmd.settings import Settings
 
 FOLDER = "askmd-answers"

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from askmd.answer.sentences import FENCE, TABLE_RULE
 
 if TYPE_CHECKING:
-    from askmd.search.retriever import Hit
+    from askmd.search.hits import Hit
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 _ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,9}[.)])\s+(?:\[[ xX]\]\s+)?(.*)$")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from askmd.answer import answer_kinds
 from askmd.answer.answer_kinds import _FIGURE, DATE, TIME, Kind
 
 PHONE = Kind(
@@ -93,6 +94,15 @@ LABELS = {
 QUESTION_CHARS = 300
 
 
+def described(kinds: list[str], cjk: bool) -> str:
+    """The kinds, named in the question's language to follow "no": "price or date",
+    "价格或日期"."""
+    labels = [{**answer_kinds.LABELS, **LABELS}[k][1 if cjk else 0] for k in kinds]
+    if cjk:
+        return "或".join(labels)
+    return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " or " + labels[-1]
+
+
 def asked(question: str) -> list[Kind]:
     """The values a question asks for (read from its first QUESTION_CHARS)."""
     question = question[:QUESTION_CHARS]
@@ -111,8 +121,6 @@ NAMED = {
 
 def gives(kind: Kind, text: str, context: str, echoed: set[str]) -> bool:
     """Whether a unit (its `text`, read with its `context`) gives a value of this kind."""
-    from askmd.answer import answer_kinds
-
     named = NAMED.get(kind.name)
     if named is not None and not named.search(context):
         return False

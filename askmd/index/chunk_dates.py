@@ -11,13 +11,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
-from pathlib import Path
-from typing import TYPE_CHECKING
-
-from askmd.read import dates, notes, vault
-
-if TYPE_CHECKING:
-    from askmd.index.manifest import Manifest
 
 VERSION = "1"  # bump when dates are read differently: every chunk is dated again
 KEY = "dates_version"  # the meta key saying which VERSION dated the index's chunks
@@ -76,40 +69,3 @@ def between(db: sqlite3.Connection, since: str, until: str, limit: int) -> list[
         return [r[0] for r in rows]
     except sqlite3.OperationalError:
         return []
-
-
-def due(manifest: Manifest) -> bool:
-    """Whether the index's chunks were dated by another VERSION, or not at all."""
-    return not manifest.read_only and manifest.get(KEY) != VERSION
-
-
-def backfill(manifest: Manifest, root: Path, max_bytes: int | None) -> int:
-    """Date every indexed chunk again, in one commit; how many got a date. A note's own
-    date is read again from its front matter and name; its headings are in the chunks'
-    stored metadata. A PDF or Word file is dated by its name alone (converting it again
-    would cost seconds each, for a date it rarely holds)."""
-    rows: dict[str, list[tuple[str, str]]] = {}
-    for source in manifest.files():
-        note_date = dates.from_name(source)
-        if vault.is_note(source):
-            try:
-                note_date = notes.read(root, source, max_bytes).date
-            except notes.Unreadable:
-                pass  # its next sync says why; dated by its name meanwhile
-        rows[source] = [
-            (chunk.id, found)
-            for chunk in manifest.chunks_of([source])
-            if (found := dates.of_chunk(note_date, _chain(chunk.metadata)))
-        ]
-    with manifest._transaction():
-        manifest.db.execute("DELETE FROM chunk_dates")
-        for source, dated in rows.items():
-            record(manifest.db, source, dated)
-        manifest.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (KEY, VERSION))
-        manifest._bump()
-    return sum(len(d) for d in rows.values())
-
-
-def _chain(metadata: dict) -> list[str]:
-    chain = str(metadata.get("heading_chain", ""))
-    return chain.split(" > ") if chain else []

@@ -14,12 +14,12 @@ import logging
 import os
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from askmd.errors import AskmdError, Busy, IndexBusy
 
 if TYPE_CHECKING:
-    from askmd.index.keeper import Keeper
+    from askmd.index.access import IndexAccess
 
 GROUP_CHUNKS = 64  # chunks per group: a saved note waits at most one group (seconds)
 IDLE_SECONDS = 30.0  # with nothing to do, look again this often (another process's sync)
@@ -44,8 +44,16 @@ def recorded(state: str | None) -> str:
     return said or "off"
 
 
+class Fills(Protocol):
+    """What the filler drives (keeper.Keeper): the index it fills, and a group at a time."""
+
+    access: IndexAccess
+
+    def fill_some(self, chunks: int, stop: Callable[[], bool]) -> bool: ...
+
+
 class Filler:
-    def __init__(self, keeper: Keeper, on_error: Callable[[str], None]) -> None:
+    def __init__(self, keeper: Fills, on_error: Callable[[str], None]) -> None:
         self.keeper = keeper
         self.on_error = on_error
         self.error: str | None = None

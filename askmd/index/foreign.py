@@ -17,12 +17,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING
 
 from askmd.errors import AskmdError
-
-if TYPE_CHECKING:
-    from askmd.index.manifest import Manifest
 
 KEPT_SQL = "CREATE TABLE IF NOT EXISTS kept (source TEXT PRIMARY KEY, md5 TEXT NOT NULL)"
 WRITER = "writer"  # the meta key naming the askmd version that last wrote the index
@@ -35,21 +31,20 @@ _OTHERS = (
 )
 
 
-def touched(manifest: Manifest) -> bool:
+def touched(db: sqlite3.Connection) -> bool:
     """Whether another askmd changed notes in the index since this code last wrote it."""
     try:
-        return manifest.db.execute(f"SELECT EXISTS ({_OTHERS})").fetchone()[0] == 1
+        return db.execute(f"SELECT EXISTS ({_OTHERS})").fetchone()[0] == 1
     except sqlite3.OperationalError:  # a read-only index from before `kept`
         return False
 
 
-def mend(manifest: Manifest, commit: Callable[[], AbstractContextManager]) -> list[str]:
+def mend(db: sqlite3.Connection, commit: Callable[[], AbstractContextManager]) -> list[str]:
     """Make the notes another askmd wrote look changed, so the scan that follows records
     them again with every table this code keeps (their vectors from the embedding cache),
     and have the window vectors looked for again. Returns those notes."""
-    if not touched(manifest):
+    if not touched(db):
         return []
-    db = manifest.db
     with commit():
         sources = [row[0] for row in db.execute(_OTHERS).fetchall()]
         for source in sources:

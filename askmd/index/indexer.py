@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from askmd.errors import Damaged, IndexBusy  # noqa: F401 - raised by sync; callers catch it here
-from askmd.index import chunk_dates, foreign, migrations, prepare
+from askmd.index import chunk_dates, foreign, prepare, upgrades
 from askmd.index import embedding_models as models
 from askmd.index.changes import (
     Current,
@@ -135,9 +135,9 @@ def sync(
             )
             looked = (report, generation, current)
             same = same and not manifest.packing_due()  # an index from older code packs once
-            same = same and not migrations.upgrades_due(manifest)  # ... and is upgraded once
-            same = same and not chunk_dates.due(manifest)  # ... and dates its chunks
-            same = same and not foreign.touched(manifest)  # ... and mends an older askmd's
+            same = same and not upgrades.upgrades_due(manifest)  # ... and is upgraded once
+            same = same and not upgrades.dates_due(manifest)  # ... and dates its chunks
+            same = same and not foreign.touched(manifest.db)  # ... and mends an older askmd's
             if same:
                 report.migrations = manifest.take_migrated()
                 _vectors_only(run, report)
@@ -178,9 +178,9 @@ def _under_lock(run: _Run, looked: tuple[SyncReport, int, dict[str, Current]] | 
     if manifest.loading():
         with o.commit():
             manifest.finish_load()
-    upgrade = migrations.upgrade_index(manifest, o.commit)  # of an index of older code
+    upgrade = upgrades.upgrade_index(manifest, o.commit)  # of an index of older code
     applied = [*manifest.take_migrated(), *upgrade.applied]
-    mended = foreign.mend(manifest, o.commit)  # notes an older askmd wrote since
+    mended = foreign.mend(manifest.db, o.commit)  # notes an older askmd wrote since
     if upgrade.rescan or mended:
         looked, paths = None, None  # notes it made look changed are read again
     known = manifest.files()
@@ -268,9 +268,9 @@ def _upkeep(run: _Run) -> None:
     if manifest.get("links_version") != vault.LINKS_VERSION:
         with run.options.commit():
             _reread_links(run.settings, manifest)
-    if chunk_dates.due(manifest):  # an index from before dates: its chunks dated
+    if upgrades.dates_due(manifest):  # an index from before dates: its chunks dated
         with run.options.commit():
-            chunk_dates.backfill(manifest, run.settings.knowledge_dir, run.settings.max_file_bytes)
+            upgrades.backfill(manifest, run.settings.knowledge_dir, run.settings.max_file_bytes)
     if manifest.packing_due():  # common terms' postings as arrays: fast keyword search
         # Outside commit(): searches need not wait (seconds on a big folder). They
         # read through their own connections, which see the packing before or after,
@@ -321,6 +321,6 @@ def _mark_format(manifest: Manifest, fp: str) -> None:
     """Record, before the first file, that this index is this code's: links read, repeats
     dropped, shared passages stored apart, these settings. A first build killed half-way
     is then resumed by the next run, not taken for an index of older code and rebuilt."""
-    migrations.mark_current(manifest)
+    upgrades.mark_current(manifest)
     manifest.set(links_version=vault.LINKS_VERSION, fingerprint=fp)
     manifest.set(**{chunk_dates.KEY: chunk_dates.VERSION})

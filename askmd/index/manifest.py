@@ -93,7 +93,7 @@ class Manifest(FileRecords, KeywordPostings, VectorMarks, EmbeddingCache):
         return taken
 
     def record_upgrades(self, names: list[str]) -> None:
-        """Note these index upgrades (migrations.INDEX_UPGRADES) as applied."""
+        """Note these index upgrades (upgrades.INDEX_UPGRADES) as applied."""
         with self._transaction():
             migrations.record(self.db, names)
 

@@ -5,9 +5,10 @@ Two ordered lists, both recorded by name in the manifest's `_migrations` table:
 - SCHEMA: SQL-only steps, run when a Manifest is opened for writing (a read-only one is
   read as it is). Each is written to be a no-op where older code already made the
   change, since indexes from before this record hold some of them without saying so.
-- INDEX_UPGRADES: steps that may change what is indexed, run by a sync under the writer
-  lock (indexer.sync): each returns an `Upgraded` saying whether notes must be scanned
-  again or the index rebuilt. A new or rebuilt index owes none (`mark_current`).
+- INDEX_UPGRADES (upgrades.py): steps that may change what is indexed, run by a sync
+  under the writer lock (indexer.sync): each returns an `Upgraded` saying whether notes
+  must be scanned again or the index rebuilt. A new or rebuilt index owes none
+  (`upgrades.mark_current`).
 
 To change the schema or mend indexes made by older code, append a function to the end of
 the right list; never reorder, rename or remove one (its name is what is recorded).
@@ -19,14 +20,9 @@ import sqlite3
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from askmd.index import chunk_dates, foreign, packed_postings
 from askmd.index.manifest_keywords import _CJK_TERM, FIELDS
-
-if TYPE_CHECKING:
-    from askmd.index.manifest import Manifest
 
 _TABLE = "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied TEXT NOT NULL)"
 
@@ -161,9 +157,15 @@ SCHEMA: list[Callable[[sqlite3.Connection], None]] = [
 ]
 
 
+# The names upgrades.INDEX_UPGRADES records, in its order: kept here as names so that
+# opening a manifest (which refuses an index a newer askmd wrote) needs none of the
+# upgrades' code; a test holds the two lists equal.
+INDEX_UPGRADE_NAMES = ("u001_drop_repeats", "u002_store_copies_apart")
+
+
 def known() -> set[str]:
     """The names of every migration this code has."""
-    return {step.__name__ for step in [*SCHEMA, *INDEX_UPGRADES]}
+    return {step.__name__ for step in SCHEMA} | set(INDEX_UPGRADE_NAMES)
 
 
 def has_tables(db: sqlite3.Connection) -> bool:
@@ -202,80 +204,3 @@ def migrate(db: sqlite3.Connection, transaction: Callable[[], AbstractContextMan
                 ran.append(step.__name__)
         record(db, ran)
     return ran
-
-
-# --- index upgrades, run by a sync under the writer lock ----------------------------
-
-
-@dataclass
-class Upgraded:
-    """What an index upgrade asks of the sync that ran it."""
-
-    rescan: bool = False  # notes were made to look changed: the whole folder is scanned
-    rebuild: str = ""  # why the index must be rebuilt ("" when it need not be)
-    applied: list[str] = field(default_factory=list)  # the upgrades recorded done
-
-
-def u001_drop_repeats(manifest: Manifest) -> Upgraded:
-    """Notes indexed by older code hold word-for-word repeats of a chunk (prepare.py now
-    indexes each once): they are made to look changed, so the scan that follows records
-    them again, their vectors from the embedding cache. No rebuild."""
-    if manifest.get("repeats") == "once":  # done by older code, which said so in meta
-        return Upgraded()
-    return Upgraded(rescan=bool(manifest.reread_repeats()))
-
-
-def u002_store_copies_apart(manifest: Manifest) -> Upgraded:
-    """Chunks that several notes share word for word were stored by older code as
-    identical vectors, which cut HNSW's graph (store.JITTER now keeps them apart): such
-    an index is rebuilt once, every vector from the embedding cache."""
-    if manifest.get("copies") == "apart":
-        return Upgraded()
-    if manifest.copies_shared():
-        return Upgraded(rebuild="passages several notes share are now stored apart")
-    manifest.set(copies="apart")
-    return Upgraded()
-
-
-INDEX_UPGRADES: list[Callable[[Manifest], Upgraded]] = [
-    u001_drop_repeats,
-    u002_store_copies_apart,
-]
-
-
-def upgrades_due(manifest: Manifest) -> bool:
-    """Whether an index upgrade is owed: read from the manifest alone, so a sync that finds
-    nothing changed and nothing owed takes no lock. An empty index owes none."""
-    if manifest.read_only or manifest.total_chunks() == 0:
-        return False
-    done = applied(manifest.db)
-    return any(step.__name__ not in done for step in INDEX_UPGRADES)
-
-
-def upgrade_index(manifest: Manifest, commit: Callable[[], AbstractContextManager]) -> Upgraded:
-    """Run the index upgrades this index owes, in order, each inside `commit()`; with the
-    lock file held. One that asks for a rebuild is recorded when the rebuild begins
-    (`mark_current`): a run killed before then asks again."""
-    wanted = Upgraded()
-    if not upgrades_due(manifest):
-        return wanted
-    done = applied(manifest.db)
-    for step in INDEX_UPGRADES:
-        if step.__name__ in done:
-            continue
-        with commit():
-            outcome = step(manifest)
-        wanted.rescan = wanted.rescan or outcome.rescan
-        if outcome.rebuild:
-            wanted.rebuild = wanted.rebuild or outcome.rebuild
-        else:
-            manifest.record_upgrades([step.__name__])
-            wanted.applied.append(step.__name__)
-    return wanted
-
-
-def mark_current(manifest: Manifest) -> None:
-    """A new or rebuilt index is this code's: it owes no index upgrade. The meta keys
-    older code looks for are set too, so it does not redo them either."""
-    manifest.set(repeats="once", copies="apart")
-    manifest.record_upgrades([step.__name__ for step in INDEX_UPGRADES])

@@ -1,6 +1,7 @@
 """The dense side of a search: the question's nearest chunks in one vector space or two
-(the multilingual model's for CJK chunks, embedding_models.py), their lists merged, and
-each candidate's score lifted by its best window (windows.py)."""
+(the multilingual model's for CJK chunks, embedding_models.py), their lists merged, each
+candidate's score lifted by its best window (windows.py), and, while the store fills,
+the keyword matches' cosines computed for the question."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from askmd.index.embedder import Embedder
     from askmd.index.manifest import Manifest
     from askmd.index.store import Store, Stored
-    from askmd.search.retriever import Filters
+    from askmd.search.hits import Filters
 
 
 def usable(

@@ -26,7 +26,7 @@ from askmd.errors import AskmdError, LLMFailed, first_line
 
 if TYPE_CHECKING:
     from askmd.answer.chat import Chat
-    from askmd.search.retriever import Hit
+    from askmd.search.hits import Hit
     from askmd.settings import Settings
 
 DEPTH = 20  # candidates a reranker reads

@@ -12,15 +12,15 @@ prints, and reads settings only through its arguments.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from askmd.index import embedding_models as models
-from askmd.read import notes, vault
 from askmd.search import dated_ranking as by_date
 from askmd.search import dense as dense_side
 from askmd.search import identifiers, query_translation
 from askmd.search import shown_in as shown
+from askmd.search.hits import Filters, Hit, Ranked, page, ranked_as
 from askmd.search.tuning import SHIPPED, SearchTuning
 from askmd.terms import cjk_share, content_terms, is_cjk
 
@@ -36,106 +36,6 @@ MODES = ("hybrid", "dense", "keyword")
 # with each model in embedding_models.MODELS, where the measurements are cited.
 ALPHA = {m.id: m.alpha for m in models.MODELS}
 ALPHA_UNMEASURED = models.UNMEASURED
-
-
-@dataclass(frozen=True)
-class Hit:
-    rank: int
-    score: float
-    chunk_id: str
-    source: str
-    heading_chain: str
-    line_start: int
-    line_end: int
-    text: str
-    page_start: int | None = None  # 1-based, for paged formats (PDF); else None
-    page_end: int | None = None
-    tags: tuple[str, ...] = ()  # the chunk's tags (front matter and inline), for /debug
-    # The notes that show this chunk's words through an embed (`![[Note#Heading]]`), with
-    # the line of the embed, nearest first: the words are cited where they are written
-    # (`source`), and these are the other places a reader sees them.
-    shown_in: tuple[tuple[str, int], ...] = ()
-    date: str | None = None  # the ISO day the chunk is about (read/dates.py), when known
-
-    def to_json(self) -> dict:
-        found = {
-            "rank": self.rank,
-            "score": round(self.score, 4),
-            "source": self.source,
-            "heading_chain": self.heading_chain,
-            "line_start": self.line_start,
-            "line_end": self.line_end,
-            "page_start": self.page_start,
-            "page_end": self.page_end,
-            "chunk_id": self.chunk_id,
-            "text": self.text,
-        }
-        if self.shown_in:  # only where an embed shows it: most notes are embedded nowhere
-            found["shown_in"] = [{"source": s, "line": line} for s, line in self.shown_in]
-        if self.date:
-            found["date"] = self.date
-        return found
-
-
-def _page(value: object) -> int | None:
-    return None if value is None else int(value)  # type: ignore[arg-type]
-
-
-SAVED_ANSWER = "askmd-answer"  # the tag of an answer askmd saved (answer/saving.py)
-
-
-@dataclass(frozen=True)
-class Filters:
-    """Optional limits on what a search may return."""
-
-    source: str = ""  # a glob on the path inside the knowledge folder, e.g. "guides/**"
-    heading_level: int = 0  # only chunks under a heading of this level or higher (1 = H1)
-    tags: tuple[str, ...] = ()  # only chunks with every one of these tags (or tags under them)
-    # Only chunks dated within since..until (ISO days, both included; "" leaves that end
-    # open): undated chunks are left out too, since the user asked for dates.
-    since: str = ""
-    until: str = ""
-    # Answers askmd saved into the notes (tagged SAVED_ANSWER): searched, but not answered
-    # from unless their tag is asked for: quoting them would crowd out the notes they cite.
-    saved_answers: bool = True
-
-    @property
-    def period(self) -> Period | None:
-        if not (self.since or self.until):
-            return None
-        from askmd.search.dates_in_query import Period  # its patterns load when asked
-
-        return Period(self.since or "0001-01-01", self.until or "9999-12-31")
-
-    def dates(self) -> dict | None:
-        """The days given, as `ask --json` shows them (an open end is null)."""
-        if not (self.since or self.until):
-            return None
-        return {"since": self.since or None, "until": self.until or None}
-
-    def allows(self, metadata: dict) -> bool:
-        if self.source and not notes.matches(str(metadata.get("source", "")), (self.source,)):
-            return False
-        have = [t for t in str(metadata.get("tags", "")).split(",") if t]
-        if self.tags and not all(vault.tag_matches(t, have) for t in self.tags):
-            return False
-        if not self.saved_answers and SAVED_ANSWER in have and SAVED_ANSWER not in self.tags:
-            return False
-        level = int(metadata.get("heading_level", 0) or 0)
-        return not self.heading_level or level <= self.heading_level
-
-
-class Ranked(list):
-    """Hits, best first, and which retriever ranked them ("hybrid", "keyword", "dense"):
-    a hybrid search is ranked by keyword alone while the vectors are still being stored."""
-
-    retriever: str = "hybrid"
-
-
-def _ranked(hits: list[Hit], retriever: str) -> Ranked:
-    ranked = Ranked(hits)
-    ranked.retriever = retriever
-    return ranked
 
 
 def is_cjk_query(query: str) -> bool:
@@ -185,7 +85,7 @@ def search(
     (`_dated`); `filters.since` and `until` keep only chunks dated within them.
     """
     if not has_words(query) or k <= 0:
-        return _ranked([], mode)
+        return ranked_as([], mode)
     filters = filters or Filters()
     filtered = filters != Filters()
     pool = max(MIN_POOL, 4 * k) * (4 if filtered else 1)
@@ -225,7 +125,7 @@ def search(
     if mode == "dense":
         dense = by_date.ranked(dense, manifest, filters.period, period, t)
         hits = _hits(_fetch(store, manifest, known, dense, k), k)
-        return _ranked(_located(hits, manifest, t.embed_depth), mode)
+        return ranked_as(_located(hits, manifest, t.embed_depth), mode)
     keyword = manifest.keyword(content_terms(query), pool, cjk=is_cjk_query(query))
     if translation is not None:
         english, weight = translation
@@ -254,7 +154,7 @@ def search(
         scored = _identifiers_first([(c, v / best) for c, v in keyword], held)
         scored = by_date.ranked(scored, manifest, filters.period, period, t)
         hits = _hits(_fetch(store, manifest, known, scored, k), k)
-        return _ranked(_located(hits, manifest, t.embed_depth), mode)
+        return ranked_as(_located(hits, manifest, t.embed_depth), mode)
     alpha = dense_share(query, dense_by, t)
     if translation is not None and t.translated_share and models.english_only(dense_by):
         alpha = _translated_share(dense_by, translation[1], t)
@@ -273,7 +173,7 @@ def search(
     ranked = _identifiers_first(ranked, held)
     ranked = by_date.ranked(ranked, manifest, filters.period, period, t)
     hits = _hits(_fetch(store, manifest, known, ranked, k), k)
-    return _ranked(_located(hits, manifest, t.embed_depth), "hybrid")
+    return ranked_as(_located(hits, manifest, t.embed_depth), "hybrid")
 
 
 def _holding(
@@ -460,8 +360,8 @@ def _hits(scored: list[tuple[Stored, float]], k: int) -> list[Hit]:
             line_end=int(s.metadata.get("line_end", 0)),
             text=s.text,
             tags=tuple(t for t in str(s.metadata.get("tags", "")).split(",") if t),
-            page_start=_page(s.metadata.get("page_start")),
-            page_end=_page(s.metadata.get("page_end")),
+            page_start=page(s.metadata.get("page_start")),
+            page_end=page(s.metadata.get("page_end")),
         )
         for rank, (s, score) in enumerate(kept, start=1)
     ]

@@ -14,7 +14,7 @@ from askmd.read import vault
 
 if TYPE_CHECKING:
     from askmd.index.manifest import Manifest
-    from askmd.search.retriever import Hit
+    from askmd.search.hits import Hit
 
 _EMBEDS: dict[tuple[str, int], dict[str, list[tuple[str, str, int]]]] = {}
 _EMBEDS_LOCK = threading.Lock()

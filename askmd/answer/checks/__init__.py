@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from askmd.answer.question import Question
     from askmd.answer.reasons import Reason
     from askmd.search.dates_in_query import Period
-    from askmd.search.retriever import Hit
+    from askmd.search.hits import Hit
 
 # In the order they run, each named as the reason it gives; the decline names the first
 # reason in reasons.ORDER.
