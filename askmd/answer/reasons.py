@@ -86,6 +86,12 @@ TEXTS: dict[str, Text] = {
         "the closest passages are of other days than {items}: check the answer's day",
         "asks about {items}; the closest sentences are of other days",
     ),
+    "unknown": Text(
+        "They say it isn't known: {items}.",
+        "笔记里写着还不知道：{items}。",
+        "your notes say it isn't known ({items}): check the answer",
+        "the notes say it isn't known: {items}",
+    ),
     "neighbour": Text(
         "The closest passages give {value} for {given_for}, not for {items}.",
         "最接近的段落给的是{given_for}的{value}，不是{items}的。",

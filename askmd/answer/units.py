@@ -41,6 +41,7 @@ class Unit:
     text: str
     governing: str  # headings, table header, introducing line, file name
     day: str = ""  # the day of the entry the unit is in (a journal's), which dates it
+    heading: bool = False  # a heading, read with the section it heads
 
     @property
     def context(self) -> str:
@@ -86,7 +87,7 @@ def _units(text: str, governing: list[str]) -> Iterator[Unit]:
         # a heading may give the value itself ("## 2025-03-08", "## 2.4.1 — 2025-03-12"):
         # it is read with the section it heads ("Finally bought the new bike.")
         if heading is not None:
-            yield Unit(heading[0], "\n".join([heading[1], *section]))
+            yield Unit(heading[0], "\n".join([heading[1], *section]), heading=True)
 
     def flush() -> Iterator[Unit]:
         above = "\n".join([*headings, intro] if intro else headings)

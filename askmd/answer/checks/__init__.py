@@ -33,7 +33,16 @@ if TYPE_CHECKING:
 # whose answering sentence ranked a little lower ("how many times does each line
 # occur?": `uniq -c`); farther, fewer near-topic ones.
 CLOSE = 0.15
-CHECKS = ("unmentioned", "uncompared", "absent", "not_days", "other_days", "lacking", "neighbour")
+CHECKS = (
+    "unmentioned",
+    "uncompared",
+    "absent",
+    "not_days",
+    "other_days",
+    "lacking",
+    "unknown",
+    "neighbour",
+)
 
 
 @dataclass
