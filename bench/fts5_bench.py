@@ -25,10 +25,8 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import shutil
 import sqlite3
 import statistics
-import subprocess
 import time
 from collections import Counter
 from pathlib import Path
@@ -40,7 +38,8 @@ from askmd.index.manifest_keywords import FIELD_WEIGHTS
 from askmd.search.retriever import MIN_POOL, is_cjk_query
 from askmd.settings import load_settings
 from askmd.terms import content_terms
-from bench.common import DATA, PARAPHRASE, RAG, ROOT, percentile, rows
+from bench.common import DATA, PARAPHRASE, ROOT, percentile, rows
+from bench.keyword_latency_bench import build
 
 WORK = Path("/tmp/fts5-bench")
 HELDOUT = ROOT / "bench" / "heldout"
@@ -87,15 +86,7 @@ def askmd_index(folder: Path, ix: Path, rebuild: bool) -> dict:
     """A keyword-only askmd index of the folder (built once), and the report of its build."""
     report = ix.with_name(ix.name + ".build.json")
     if rebuild or not (ix / MANIFEST).exists() or not report.exists():
-        shutil.rmtree(ix, ignore_errors=True)
-        started = time.perf_counter()
-        done = subprocess.run(
-            [*RAG, "--knowledge", str(folder), "--index-dir", str(ix), "index",
-             "--keyword-only", "--json"],
-            check=True, capture_output=True, text=True,
-        )  # fmt: skip
-        found = {**json.loads(done.stdout), "process_seconds": time.perf_counter() - started}
-        report.write_text(json.dumps(found))
+        report.write_text(json.dumps(build(folder, ix)))
     return json.loads(report.read_text())
 
 

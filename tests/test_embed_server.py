@@ -12,7 +12,12 @@ import numpy as np
 import pytest
 
 from askmd.errors import AskmdError
-from askmd.index.embedder import MAX_BATCH_TOKENS, OpenAIEmbedder, default_concurrency, plan_batches
+from askmd.index.embedder_openai import (
+    MAX_BATCH_TOKENS,
+    OpenAIEmbedder,
+    default_concurrency,
+    plan_batches,
+)
 from tests.openai_server import OpenAIServer, Request, error_body, vector
 
 EMBEDDINGS = "/v1/embeddings"

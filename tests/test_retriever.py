@@ -1,7 +1,7 @@
 """Hybrid retrieval on real indexes: the local MiniLM model and an embedded Chroma in temp dirs.
 
 Every corpus is a handful of short notes written inline and indexed once per module
-through cli.Index, with one model shared by the whole session. Claims about what dense
+through Index, with one model shared by the whole session. Claims about what dense
 search gets wrong were observed with all-MiniLM-L6-v2 int8 and are asserted with margin
 (and with their premises checked, so a different model fails loudly, not mysteriously).
 """
@@ -18,7 +18,8 @@ from askmd.answer.limits import MAX_QUESTION_CHARS
 from askmd.errors import AskmdError
 from askmd.index import windows
 from askmd.index.manifest import Manifest
-from askmd.interfaces import cli
+from askmd.interfaces import commands
+from askmd.pipeline import Index
 from askmd.search import retriever
 from askmd.search.hits import Filters, Hit
 from askmd.search.tuning import SHIPPED
@@ -40,7 +41,7 @@ def embedder():
     return model
 
 
-def build_index(root: Path, files: dict[str, str], embedder, **overrides) -> cli.Index:
+def build_index(root: Path, files: dict[str, str], embedder, **overrides) -> Index:
     """Write the notes under root/kb, index them into root/ix and return the Index."""
     knowledge = write_notes(root / "kb", files)
     settings = load_settings(
@@ -48,13 +49,13 @@ def build_index(root: Path, files: dict[str, str], embedder, **overrides) -> cli
         dotenv_path=None,
         overrides={"knowledge_dir": knowledge, "index_dir": root / "ix", **overrides},
     )
-    index = cli.Index(settings)
+    index = Index(settings)
     index.embedder = embedder  # the shared real model instead of loading it once more
     index.sync()
     return index
 
 
-def all_chunks(index: cli.Index) -> dict[str, dict]:
+def all_chunks(index: Index) -> dict[str, dict]:
     """Every stored chunk id with its metadata."""
     index.store.ensure_open({})
     got = index.store.collection.get(include=["metadatas"])
@@ -121,7 +122,7 @@ ENGLISH = {
 
 
 @pytest.fixture(scope="module")
-def english(tmp_path_factory, embedder) -> cli.Index:
+def english(tmp_path_factory, embedder) -> Index:
     index = build_index(tmp_path_factory.mktemp("english"), ENGLISH, embedder)
     yield index
     index.manifest.close()
@@ -303,7 +304,7 @@ MIXED = {
 
 
 @pytest.fixture(scope="module")
-def mixed(tmp_path_factory, embedder) -> cli.Index:
+def mixed(tmp_path_factory, embedder) -> Index:
     index = build_index(tmp_path_factory.mktemp("mixed"), MIXED, embedder)
     yield index
     index.manifest.close()
@@ -424,7 +425,7 @@ H3_CHAINS = {
 
 
 @pytest.fixture(scope="module")
-def layered(tmp_path_factory, embedder) -> cli.Index:
+def layered(tmp_path_factory, embedder) -> Index:
     index = build_index(tmp_path_factory.mktemp("layered"), LAYERED, embedder)
     yield index
     index.manifest.close()
@@ -542,12 +543,12 @@ def test_search_cli_with_source_and_heading_level(layered, run_rag, tmp_path) ->
 @pytest.mark.parametrize("level", [-1, 5])
 def test_a_heading_level_outside_one_to_four_is_refused(level) -> None:
     with pytest.raises(AskmdError, match="give 1 to 4"):
-        cli._filters(argparse.Namespace(source=None, heading_level=level))
+        commands._filters(argparse.Namespace(source=None, heading_level=level))
 
 
 def test_heading_level_zero_is_refused_too() -> None:
     with pytest.raises(AskmdError, match="give 1 to 4"):
-        cli._filters(argparse.Namespace(source=None, heading_level=0))
+        commands._filters(argparse.Namespace(source=None, heading_level=0))
 
 
 # --------------------------------------------------------------------------------------
@@ -569,7 +570,7 @@ LONG = {
 
 
 @pytest.fixture(scope="module")
-def pieces(tmp_path_factory, embedder) -> cli.Index:
+def pieces(tmp_path_factory, embedder) -> Index:
     root = tmp_path_factory.mktemp("pieces")
     index = build_index(root, LONG, embedder, chunk_size=200, chunk_overlap=100)
     yield index
@@ -623,13 +624,13 @@ def test_the_best_ranked_piece_stands_for_its_section(pieces) -> None:
 # --------------------------------------------------------------------------------------
 
 
-def indexed(index: cli.Index) -> tuple[set[str], set[str]]:
+def indexed(index: Index) -> tuple[set[str], set[str]]:
     """(chunk ids with keyword postings, chunk ids in Chroma)."""
     rows = index.manifest.db.execute("SELECT chunk FROM documents").fetchall()
     return {r[0] for r in rows}, set(all_chunks(index))
 
 
-def keyword_sources(index: cli.Index, query: str) -> list[str]:
+def keyword_sources(index: Index, query: str) -> list[str]:
     return sources(index.search(query, 20, mode="keyword"))
 
 
@@ -672,7 +673,7 @@ def test_the_keyword_index_follows_edits_deletes_and_rebuilds(tmp_path, embedder
     finally:
         index.manifest.close()
 
-    rebuilt = cli.Index(index.settings)
+    rebuilt = Index(index.settings)
     rebuilt.embedder = embedder
     try:
         report = rebuilt.sync(rebuild=True)
@@ -855,7 +856,7 @@ def _rule_note(topic: str, n: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def rules(tmp_path_factory, embedder) -> cli.Index:
+def rules(tmp_path_factory, embedder) -> Index:
     """40 notes about rules; one long one ends with a sentence holding a made-up word."""
     files = {
         f"rules/{t.replace(' ', '-')}-{j}.md": _rule_note(t, 3) for j in (1, 2) for t in TOPICS

@@ -22,6 +22,7 @@ INTERFACES = {
     "rag",
     "cli",
     "cli_common",
+    "commands",
     "repl",
     "__main__",
     "console",
