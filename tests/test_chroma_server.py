@@ -19,7 +19,7 @@ import pytest
 
 from askmd.errors import IndexBusy
 from askmd.index import index_home
-from askmd.index import store as store_module
+from askmd.index import store_lease as store_module
 from askmd.index.store import Lease, Store
 from askmd.settings import load_settings
 

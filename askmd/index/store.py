@@ -16,7 +16,7 @@ the multilingual vectors of its Chinese and Japanese chunks (see embedding_model
 shares the client, and deleting a file's chunks deletes them from it too.
 
 On a Chroma server several machines may write one collection; a writer first takes a
-lease in the collection's metadata (`claim`, `release`; see `Lease`). An embedded Chroma
+lease in the collection's metadata (`claim`, `release`: store_lease.py). An embedded Chroma
 needs none: the index folder's lock file already lets one process write at a time.
 """
 
@@ -26,14 +26,11 @@ import atexit
 import logging
 import os
 import shutil
-import socket
 import tempfile
 import threading
 import time
-import uuid
 import zlib
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -43,18 +40,14 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-from askmd import wording
-from askmd.errors import AskmdError, Damaged, DiskFull, IndexBusy, disk_full
+from askmd.errors import AskmdError, DiskFull, disk_full
 from askmd.index.embedding_models import collection_name
+from askmd.index.store_failures import Failing
+from askmd.index.store_lease import LEASE_SECONDS, Lease, Leasing
 from askmd.read.chunker import Chunk
 
 # Chroma's client start is not safe to run twice at once in one process.
 _CONNECTING = threading.RLock()
-FULL_BELOW = 16 * 2**20  # free bytes under which a failed local write is a full disk
-KEEP_BROKEN = 2  # damaged Chroma folders kept for inspection; older ones are deleted
-LEASE_SECONDS = 180.0  # a server collection's writer lease lasts this long unless renewed
-RENEW_SECONDS = 60.0  # how often a writer renews its lease while it writes
-SETTLE_SECONDS = 0.25  # between writing a lease and reading it back to see who won
 # Candidates Chroma's HNSW search explores. Its default (100) equals the retriever's pool,
 # so the pool's tail was approximate and differed between processes (the graph search is
 # not repeatable at that depth); min-max scaling reads the pool's last score, so near-tie
@@ -69,10 +62,6 @@ EF_SEARCH = 800
 # its length in a direction of its own, which keeps copies apart; cosines move by about
 # 1e-3 (BENCHMARKS.md, "Identical notes and the HNSW graph").
 JITTER = 1e-3
-# What Chroma's embedded client says when its files on disk no longer agree: a HNSW
-# segment saved without its id map and log watermark, a torn file, a corrupt SQLite.
-_DAMAGE_WORDS = ("hnsw", "segment", "compaction", "backfill", "pickle", "malformed",
-                 "not a database", "apply logs")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -105,68 +94,7 @@ def chunk_metadata(chunk: Chunk, md5: str, tags: Sequence[str], text_hash: str) 
     }
 
 
-@dataclass(frozen=True)
-class Lease:
-    """Who writes a collection on a Chroma server, as its metadata records it: host, pid
-    and knowledge folder for the message another writer sees, a token that tells two
-    claims apart, and an expiry (seconds since the epoch, by the writer's clock: machines
-    sharing a server need clocks that agree to well within LEASE_SECONDS)."""
-
-    KEYS = ("writer_host", "writer_pid", "writer_folder", "writer_token", "writer_until")
-
-    host: str
-    pid: int
-    folder: str
-    token: str
-    until: float = 0.0
-
-    @classmethod
-    def new(cls, knowledge_dir: Path | str) -> Lease:
-        folder = os.path.realpath(knowledge_dir)
-        return cls(socket.gethostname(), os.getpid(), folder, uuid.uuid4().hex)
-
-    @classmethod
-    def read(cls, meta: dict) -> Lease | None:
-        """The lease in a collection's metadata, or None if there is none."""
-        try:
-            host, pid, folder, token, until = (meta[k] for k in cls.KEYS)
-            return cls(str(host), int(pid), str(folder), str(token), float(until))
-        except (KeyError, TypeError, ValueError):
-            return None
-
-    def fields(self, until: float | None = None) -> dict[str, str | int | float]:
-        until = self.until if until is None else until
-        values = (self.host, self.pid, self.folder, self.token, until)
-        return dict(zip(self.KEYS, values, strict=True))
-
-    def live(self, now: float) -> bool:
-        """Unexpired, and on this host only while its process runs: a writer killed here
-        leaves no wait behind."""
-        if self.until <= now:
-            return False
-        return self.host != socket.gethostname() or _pid_alive(self.pid)
-
-    def busy(self, name: str, where: str) -> IndexBusy:
-        until = time.strftime("%H:%M:%S UTC", time.gmtime(self.until))
-        return IndexBusy(
-            f"pid {self.pid} on {self.host} is writing the Chroma collection {name} at {where} "
-            f"(indexing {self.folder}; its lease runs to {until} and is renewed while it "
-            "writes): run again when it is done",
-            holder=f"{self.pid} on {self.host}",
-        )
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):
-        return True
-    return True
-
-
-class Store:
+class Store(Leasing, Failing):
     def __init__(
         self,
         index_dir: Path,
@@ -324,106 +252,6 @@ class Store:
             raise other.busy(self.name, self.where)  # another writer made it between our calls
         return {k: v for k, v in stored.items() if k not in Lease.KEYS}
 
-    def claim(self, knowledge_dir: Path | str) -> None:
-        """Take the writer lease of this (open) collection on a Chroma server before
-        writing it, or raise IndexBusy naming the writer that holds a live one. The lease
-        is renewed every RENEW_SECONDS until `release`; a killed writer's lease expires
-        LEASE_SECONDS after its last renewal (at once for a claim on its own host).
-
-        Chroma has no compare-and-set, so the lease is written, read back SETTLE_SECONDS
-        later, and kept only if it is still ours: of two writers that both found the
-        collection free, the one written last wins. Both can still win if one of them
-        takes longer than SETTLE_SECONDS from its check to its write (a stalled process
-        or network). Embedded: nothing to do, the lock file already serialises writers."""
-        if not self.chroma_url or self._owner is not None or self._lease is not None:
-            return
-        _ = self.collection  # the lease lives in the metadata of the opened collection
-        found = self._fetch()
-        held = Lease.read(dict(found.metadata or {}))
-        if held is not None and held.live(time.time()):
-            raise held.busy(self.name, self.where)
-        mine = Lease.new(knowledge_dir)
-        self._write_lease(mine, found=found)  # one call after the check: a narrow window
-        time.sleep(SETTLE_SECONDS)
-        held = Lease.read(self._metadata())
-        if held is None or held.token != mine.token:
-            if held is not None and held.live(time.time()):
-                raise held.busy(self.name, self.where)
-            raise IndexBusy(
-                f"another askmd claimed the Chroma collection {self.name} at {self.where} "
-                "at the same moment: run again",
-                holder="another process",
-            )
-        self._lease = mine
-        self._start_renewing(mine)
-
-    def release(self) -> None:
-        """Give up the writer lease, if this store holds one: stop renewing it and mark it
-        expired, unless another writer has taken it over since. Never raises (it runs
-        after failures too): a lease that cannot be cleared expires by itself."""
-        mine, self._lease = self._lease, None
-        if self._renewer is not None:
-            stop, thread = self._renewer
-            self._renewer = None
-            stop.set()
-            thread.join(timeout=10)
-        if mine is None:
-            return
-        try:
-            held = Lease.read(self._metadata())
-            if held is not None and held.token == mine.token:
-                self._write_lease(mine, until=0.0)
-        except Exception:  # noqa: BLE001 - the lease then runs out on its own
-            logging.getLogger("askmd").debug("releasing the writer lease failed", exc_info=True)
-
-    @contextmanager
-    def releasing(self) -> Iterator[None]:
-        """Release the writer lease (if one is claimed in the block) when the block ends,
-        however it ends."""
-        try:
-            yield
-        finally:
-            self.release()
-
-    def _fetch(self):
-        """The collection as the server has it now (a Collection object keeps the
-        metadata it was fetched with)."""
-        return self._call(self._connect().get_collection, self.name, embedding_function=None)
-
-    def _metadata(self) -> dict:
-        return dict(self._fetch().metadata or {})
-
-    def _write_lease(self, lease: Lease, until: float | None = None, found=None) -> None:
-        """Write the lease into the collection's metadata (`found`: as just fetched),
-        keeping its other keys: Chroma replaces a collection's metadata as a whole."""
-        found = found or self._fetch()
-        until = time.time() + LEASE_SECONDS if until is None else until
-        meta = {k: v for k, v in (found.metadata or {}).items() if not k.startswith("hnsw:")}
-        meta.update(lease.fields(until))
-        self._call(found.modify, metadata=meta)
-
-    def _start_renewing(self, mine: Lease) -> None:
-        """Renew the lease in a thread while this process writes; stop (with a warning)
-        if another writer has taken it over, after it expired."""
-        stop = threading.Event()
-
-        def renew() -> None:
-            while not stop.wait(RENEW_SECONDS):
-                try:
-                    held = Lease.read(self._metadata())
-                    if held is None or held.token != mine.token:
-                        logging.getLogger("askmd").warning(
-                            "lost the writer lease on the Chroma collection %s", self.name
-                        )
-                        return
-                    self._write_lease(mine)
-                except Exception:  # noqa: BLE001 - tried again at the next interval
-                    logging.getLogger("askmd").debug("renewing the lease failed", exc_info=True)
-
-        thread = threading.Thread(target=renew, name="askmd-lease", daemon=True)
-        self._renewer = (stop, thread)
-        thread.start()
-
     def close(self) -> None:
         """Let go of the client and the collection; the next use opens them afresh. An
         embedded client keeps segments in memory that another process's writes make
@@ -467,27 +295,6 @@ class Store:
             if len(probe):
                 self._call(self.collection.query, query_embeddings=probe, n_results=1, include=[])
         return total
-
-    def set_aside(self) -> Path:
-        """Move a damaged local Chroma folder to chroma.broken-<time> (the next open starts
-        an empty one) and delete all but the newest KEEP_BROKEN of those, so a disk does
-        not fill with them. Never for a Chroma server: its data is not ours to move."""
-        if self.chroma_url:
-            raise RuntimeError("a Chroma server's data is never moved aside")
-        self._stop_system()
-        folder = self.index_dir / "chroma"
-        stamp = time.strftime("%Y%m%dT%H%M%S")
-        target = self.index_dir / f"chroma.broken-{stamp}"
-        n = 1
-        while target.exists():
-            n += 1
-            target = self.index_dir / f"chroma.broken-{stamp}-{n}"
-        folder.rename(target)
-        broken = sorted(self.index_dir.glob("chroma.broken-*"), key=lambda p: p.stat().st_mtime)
-        for old in broken[:-KEEP_BROKEN]:
-            if old != target:
-                shutil.rmtree(old, ignore_errors=True)
-        return target
 
     def _stop_system(self) -> None:
         """Close the client and stop Chroma's in-process system for this folder even if
@@ -644,32 +451,6 @@ class Store:
         except Exception as exc:  # noqa: BLE001
             raise self._failure(exc) from None
 
-    def _disk_nearly_full(self) -> bool:
-        """Chroma's core often loses the cause of a failed write ("Failed to apply logs to
-        the metadata segment" and nothing else), so a local store asks the disk itself."""
-        if self.chroma_url:
-            return False
-        try:
-            return shutil.disk_usage(self.index_dir).free < FULL_BELOW
-        except OSError:
-            return False
-
-    def _failure(self, exc: BaseException) -> AskmdError:
-        """The one-line error for a Chroma failure: a full disk, damage the sync can
-        repair (embedded client only), or the generic advice."""
-        if disk_full(exc) or self._disk_nearly_full():
-            return DiskFull(
-                f"the disk holding the index ({self.where}) is full: free some space and run again"
-            )
-        if not self.chroma_url and _looks_damaged(exc) and (self.index_dir / "chroma").is_dir():
-            first = str(exc).strip().splitlines()[0].rstrip(" :.")
-            return Damaged(
-                f"the index at {self.where} is damaged ({first}). Rebuild it with: "
-                f"{wording.command('index --rebuild')} (cached embeddings make it quick)",
-                cause=first,
-            )
-        return AskmdError(_explain(self.where, exc))
-
 
 def _jittered(ids: Sequence[str], vectors: np.ndarray) -> np.ndarray:
     """The vectors each moved by JITTER of its length in a direction of its own (the same
@@ -716,25 +497,3 @@ def _remove(folder: Path) -> None:
     except OSError:
         pass
     shutil.rmtree(folder, ignore_errors=True)
-
-
-def _looks_damaged(exc: BaseException) -> bool:
-    if type(exc).__name__ == "InternalError":  # chromadb.errors.InternalError: the Rust core
-        return True
-    text = str(exc).lower()
-    return any(word in text for word in _DAMAGE_WORDS)
-
-
-def _explain(where: str, exc: BaseException) -> str:
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    first = first.rstrip(" :")
-    end = " " if first.endswith((".", "?", "!")) else ". "
-    if where.startswith("http"):
-        return (
-            f"the Chroma server at {where} failed: {first}{end}Is it running "
-            "(chroma run --path DIR --port N)? Check ASKMD_CHROMA_URL."
-        )
-    return (
-        f"the index at {where} cannot be used: {first}{end}"
-        f"Rebuild it with: {wording.command('index --rebuild')}"
-    )
