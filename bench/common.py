@@ -447,3 +447,17 @@ def tiny_data(root: Path) -> Path:
         there.parent.mkdir(parents=True, exist_ok=True)
         there.write_text(text, encoding="utf-8")
     return root
+
+
+def keyword_index(folder: Path, index_dir: Path) -> dict:
+    """A fresh keyword-only index, as the command line builds it: its report, and the
+    whole process's wall seconds."""
+    shutil.rmtree(index_dir, ignore_errors=True)
+    started = time.perf_counter()
+    done = subprocess.run(
+        [*RAG, "--knowledge", str(folder), "--index-dir", str(index_dir), "index",
+         "--keyword-only", "--json"],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    report = json.loads(done.stdout)
+    return {**report, "process_seconds": round(time.perf_counter() - started, 1)}

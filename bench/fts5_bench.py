@@ -38,8 +38,7 @@ from askmd.index.manifest_keywords import FIELD_WEIGHTS
 from askmd.search.retriever import MIN_POOL, is_cjk_query
 from askmd.settings import load_settings
 from askmd.terms import content_terms
-from bench.common import DATA, PARAPHRASE, ROOT, percentile, rows
-from bench.keyword_latency_bench import build
+from bench.common import DATA, PARAPHRASE, ROOT, keyword_index, percentile, rows
 
 WORK = Path("/tmp/fts5-bench")
 HELDOUT = ROOT / "bench" / "heldout"
@@ -86,7 +85,7 @@ def askmd_index(folder: Path, ix: Path, rebuild: bool) -> dict:
     """A keyword-only askmd index of the folder (built once), and the report of its build."""
     report = ix.with_name(ix.name + ".build.json")
     if rebuild or not (ix / MANIFEST).exists() or not report.exists():
-        report.write_text(json.dumps(build(folder, ix)))
+        report.write_text(json.dumps(keyword_index(folder, ix)))
     return json.loads(report.read_text())
 
 

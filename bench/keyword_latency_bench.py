@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import random
-import shutil
 import statistics
 import subprocess
 import sys
@@ -28,25 +27,11 @@ from pathlib import Path
 from askmd.index.manifest import MANIFEST, Manifest
 from askmd.search.retriever import MIN_POOL, is_cjk_query
 from askmd.terms import content_terms
-from bench.common import DATA, RAG, tiny_folder
+from bench.common import DATA, RAG, keyword_index, tiny_folder
 
 # Bands by the share of chunks holding a term: rare terms are in at most 0.05% of them
 # (about 100 at 220k chunks), common ones in more than 2%.
 RARE, COMMON = 0.0005, 0.02
-
-
-def build(folder: Path, index_dir: Path) -> dict:
-    """A fresh keyword-only index, as the command line builds it: its report, and the
-    whole process's wall seconds."""
-    shutil.rmtree(index_dir, ignore_errors=True)
-    started = time.perf_counter()
-    done = subprocess.run(
-        [*RAG, "--knowledge", str(folder), "--index-dir", str(index_dir), "index",
-         "--keyword-only", "--json"],
-        check=True, capture_output=True, text=True,
-    )  # fmt: skip
-    report = json.loads(done.stdout)
-    return {**report, "process_seconds": round(time.perf_counter() - started, 1)}
 
 
 def frequencies(manifest: Manifest, index_dir: Path) -> dict[str, int]:
@@ -144,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     index_dir = args.index_dir or Path(f"/tmp/askmd-kwbench-{args.folder.name}")
     if args.rebuild or not (index_dir / MANIFEST).exists():
-        print(json.dumps({"build": build(args.folder, index_dir)}), flush=True)
+        print(json.dumps({"build": keyword_index(args.folder, index_dir)}), flush=True)
     manifest = Manifest(index_dir / MANIFEST)
     chunks = manifest.db.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
     df = frequencies(manifest, index_dir)
