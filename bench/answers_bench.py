@@ -28,6 +28,7 @@ from bench.common import (
     ANSWER_SETS,
     ANSWERS,
     DATA,
+    add_index_variants,
     half,
     open_index,
     rewrapped,
@@ -56,14 +57,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--constant", action="append", default=[], help="MODULE.NAME=VALUE for this run"
     )
-    parser.add_argument(
-        "--keyword-only",
-        action="store_true",
-        help="answer as while the vectors are still stored (an index of its own)",
-    )
-    parser.add_argument(
-        "--tuning", action="append", default=[], help="FIELD=VALUE of the search's tuning"
-    )
+    add_index_variants(parser)
     args = parser.parse_args(argv)
     set_constants(args.constant)
     environ = dict(s.split("=", 1) for s in args.setting)

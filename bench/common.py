@@ -63,6 +63,19 @@ def open_index(kb: Path, ix: Path, environ: dict[str, str] | None = None, **sync
     return index
 
 
+def add_index_variants(parser: argparse.ArgumentParser) -> None:
+    """The options that ask over a variant of the index: as while its vectors are stored,
+    or with other search settings."""
+    parser.add_argument(
+        "--keyword-only",
+        action="store_true",
+        help="answer as while the vectors are still stored (an index of its own)",
+    )
+    parser.add_argument(
+        "--tuning", action="append", default=[], help="FIELD=VALUE of the search's tuning"
+    )
+
+
 def tuned(values: list[str]):
     """The shipped SearchTuning with NAME=VALUE fields (Python literals) replaced: a
     variant for one run's index."""

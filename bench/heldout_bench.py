@@ -29,7 +29,16 @@ from pathlib import Path
 from askmd import evaluate
 from askmd.answer import checks
 from askmd.answer.citations import CITATION
-from bench.common import DATA, ROOT, half, open_index, rewrapped, set_constants, tuned
+from bench.common import (
+    DATA,
+    ROOT,
+    add_index_variants,
+    half,
+    open_index,
+    rewrapped,
+    set_constants,
+    tuned,
+)
 
 HELDOUT = ROOT / "bench" / "heldout"
 SHARED_TEST = ("personal-b",)  # shared sets that are test only: never tuned on
@@ -78,14 +87,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--setting", action="append", default=[], help="NAME=VALUE, e.g. ASKMD_TOP_K=5"
     )
-    parser.add_argument(
-        "--tuning", action="append", default=[], help="FIELD=VALUE of the search's tuning"
-    )
-    parser.add_argument(
-        "--keyword-only",
-        action="store_true",
-        help="answer as while the vectors are still stored (an index of its own)",
-    )
+    add_index_variants(parser)
     args = parser.parse_args(argv)
     environ = dict(s.split("=", 1) for s in args.setting)
     set_constants(args.constant)

@@ -60,13 +60,17 @@ class Chunk:
 
     @property
     def embedding_text(self) -> str:
-        """The text to embed: file title and heading chain first, so a section knows its context."""
-        chain = list(self.heading_chain)
-        if chain and (chain[0] == self.title or self.title.endswith(" > " + chain[0])):
-            chain = chain[1:]  # the H1 that is the title (under a hierarchy name, its last part)
-        prefix = " > ".join([self.title, *chain]) if self.title else " > ".join(chain)
         text = self.text if self.search_text is None else self.search_text
-        return f"{prefix}\n\n{text}" if prefix else text
+        return embedding_text(self.title, self.heading_chain, text)
+
+
+def embedding_text(title: str, heading_chain: Sequence[str], text: str) -> str:
+    """The text to embed: file title and heading chain first, so a section knows its context."""
+    chain = list(heading_chain)
+    if chain and (chain[0] == title or title.endswith(" > " + chain[0])):
+        chain = chain[1:]  # the H1 that is the title (under a hierarchy name, its last part)
+    prefix = " > ".join([title, *chain]) if title else " > ".join(chain)
+    return f"{prefix}\n\n{text}" if prefix else text
 
 
 _LEADING_BLANK_LINES = re.compile(r"^(?:[ \t]*\n)+")

@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from askmd.index import windows
+from askmd.read import chunker
 from askmd.terms import is_cjk
 
 if TYPE_CHECKING:
@@ -96,7 +97,6 @@ def while_filling(
     texts: dict[str, Stored],
     vectors: tuple[np.ndarray | None, np.ndarray | None],
     embedder: Embedder,
-    store: Store,
     manifest: Manifest,
 ) -> tuple[list[tuple[str, float]], str]:
     """The dense list and the id of the model that ranked it, while the store fills: the
@@ -116,8 +116,7 @@ def while_filling(
             asked = translated
     if asked is None:
         asked = model.embed_queries([query])[0]
-    primary = model is embedder
-    return filled_in(dense, first, asked, model, store, manifest, texts, primary), model.id
+    return filled_in(dense, first, asked, model, manifest, texts), model.id
 
 
 def filled_in(
@@ -125,25 +124,25 @@ def filled_in(
     keyword: list[tuple[str, float]],
     asked: np.ndarray,
     model: Embedder,
-    store: Store,
     manifest: Manifest,
     texts: dict[str, Stored],
-    primary: bool,
 ) -> list[tuple[str, float]]:
     """The dense list while the store fills, with the keyword candidates it lacks scored
-    by the same model: their stored vectors where the store has them, computed now where
-    not (from the chunk's heading chain and text, as the index embeds them). So a
-    question asked before the vectors are stored is ranked by meaning among the chunks
-    its words found, instead of by keyword alone or with the chunks already stored
-    crowding out the rest."""
+    by the same model: their vectors from the embedding cache (every vector stored, and
+    those the filling has made but not stored yet), computed now where it has none, from
+    the text the index embeds. So a question asked before the vectors are stored is
+    ranked by meaning among the chunks its words found, instead of by keyword alone or
+    with the chunks already stored crowding out the rest."""
     import numpy as np
 
     have = {c for c, _ in dense}
-    wanted = [c for c, _ in keyword if c not in have]
+    wanted = [c for c, _ in keyword if c not in have and c in texts]
     if not wanted:
         return dense
-    vectors = store.vectors(sorted(manifest.with_vectors(wanted))) if primary else {}
-    fresh = [c for c in wanted if c not in vectors and c in texts]
+    hashes = {c: str(texts[c].metadata.get("text_hash", "")) for c in wanted}
+    cached = manifest.cached(model.id, sorted({h for h in hashes.values() if h}))
+    vectors = {c: cached[h] for c, h in hashes.items() if h in cached}
+    fresh = [c for c in wanted if c not in vectors]
     if fresh:
         made = model.embed([_embedding_text(texts[c]) for c in fresh])
         vectors.update(zip(fresh, made, strict=True))
@@ -152,8 +151,10 @@ def filled_in(
 
 
 def _embedding_text(chunk: Stored) -> str:
+    """The text the index embeds for a chunk, from what it keeps of it."""
     chain = str(chunk.metadata.get("heading_chain", ""))
-    return f"{chain}\n\n{chunk.text}" if chain else chunk.text
+    title = str(chunk.metadata.get("title", ""))
+    return chunker.embedding_text(title, chain.split(" > ") if chain else [], chunk.text)
 
 
 def side_space(embedder: Embedder, store: Store) -> tuple[Embedder, Store] | None:

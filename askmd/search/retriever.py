@@ -140,7 +140,7 @@ def search(
         known.update((s.id, s) for s in _stored(store, manifest, missing))
         translated = vector if translation is not None else None
         dense, dense_by = dense_side.while_filling(
-            query, dense, dense_by, first, known, (asked, translated), embedder, store, manifest
+            query, dense, dense_by, first, known, (asked, translated), embedder, manifest
         )
     if t.windows and dense_by == embedder.id and not is_cjk(query) and vector is not None:
         dense = dense_side.with_windows(

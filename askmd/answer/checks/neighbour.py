@@ -42,13 +42,13 @@ def run(evidence: Evidence) -> Reason | None:
     subject = question.subject
     if not kinds or evidence.idf is None:
         return None
-    weight = _weights(subject, evidence)
+    weight = weights(subject, evidence)
     best: tuple[float, Read, list[Word]] | None = None
     unjudged = False
     echoed = {w.written.lower() for w in subject}
     for rank, hit in enumerate(evidence.top):
         for unit in units(hit):
-            if not any(_gives(kind, unit, echoed) for kind in kinds):
+            if not any(gives(kind, unit, echoed) for kind in kinds):
                 continue
             if not subject:
                 return None  # a value is given; whose, the question does not say
@@ -73,7 +73,7 @@ def run(evidence: Evidence) -> Reason | None:
     _, read, missing = best
     missing.sort(key=lambda w: -weight[w.written])
     label = read.unit.label or _named(read.unit)
-    value = next(k.name for k in kinds if _gives(k, read.unit, echoed))
+    value = next(k.name for k in kinds if gives(k, read.unit, echoed))
     return Reason(
         "neighbour",
         tuple(w.written for w in missing[:NAMED]),
@@ -83,7 +83,7 @@ def run(evidence: Evidence) -> Reason | None:
     )
 
 
-def _gives(kind, unit: Unit, echoed: set[str]) -> bool:
+def gives(kind, unit: Unit, echoed: set[str]) -> bool:
     """Whether the unit gives a value of the kind; an entry's day dates each of its units
     ("Finally bought the new bike." in the note of 2025-03-08)."""
     text = f"{unit.text} {unit.day}" if unit.day and kind.name in DATED else unit.text
@@ -93,7 +93,7 @@ def _gives(kind, unit: Unit, echoed: set[str]) -> bool:
 DATED = frozenset({"date", "time", "when"})
 
 
-def _weights(subject: list[Word], evidence: Evidence) -> dict[str, float]:
+def weights(subject: list[Word], evidence: Evidence) -> dict[str, float]:
     """Each word's idf in the folder (its rarest index term): a word no note holds weighs
     the most."""
     found = {}

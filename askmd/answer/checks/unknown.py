@@ -48,7 +48,7 @@ def run(evidence: Evidence) -> Reason | None:
         return None
     if not kinds and not ASKS_FOR.search(question.text):
         return None
-    weight = by_thing._weights(subject, evidence)
+    weight = by_thing.weights(subject, evidence)
     echoed = {w.written.lower() for w in subject}
     about: list[tuple[float, Unit, bool]] = []  # the units about the thing: share, unit, unknown
     for rank, hit in enumerate(evidence.top):
@@ -61,7 +61,7 @@ def run(evidence: Evidence) -> Reason | None:
                 continue  # about another thing, or read in another script
             unknown = bool(UNKNOWN.search(unit.text))
             # a unit saying it is not known gives no value by its entry's day alone
-            gives = by_thing._gives if not unknown else _gives_itself
+            gives = by_thing.gives if not unknown else _gives_itself
             if any(gives(kind, unit, echoed) for kind in kinds):
                 return None  # the notes give a value for it
             if not unit.heading:  # a heading read with its section stands for its units
