@@ -1,4 +1,4 @@
-"""The vector store: the only module that imports chromadb.
+"""The vector store: the only module that uses chromadb (imported by chroma_import.py).
 
 An embedded PersistentClient in the index folder, or an HttpClient when ASKMD_CHROMA_URL
 names a Chroma server; one code path otherwise. Vectors are always passed explicitly (a
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 
 from askmd.errors import AskmdError, DiskFull, disk_full
+from askmd.index import chroma_import
 from askmd.index.embedding_models import collection_name
 from askmd.index.store_failures import Failing
 from askmd.index.store_lease import LEASE_SECONDS, Lease, Leasing
@@ -176,7 +177,7 @@ class Store(Leasing, Failing):
 
     def _connect_once(self):
         if self._client is None:
-            import chromadb  # slow to import (~1-2 s): only when the store is really used
+            chromadb = chroma_import.imported()  # slow: only when the store is really used
             from chromadb.config import Settings as ChromaSettings
 
             logging.getLogger("chromadb").setLevel(logging.ERROR)
