@@ -26,6 +26,7 @@ from askmd.errors import BadRequest
 from askmd.index.access import IndexAccess, Loading
 from askmd.index.keeper import Keeper
 from askmd.search import retriever
+from askmd.search import where as where_conditions
 from askmd.search.notes_graph import RELATED_K, NotesGraph
 from askmd.search.searcher import Searcher, check_question
 
@@ -77,6 +78,8 @@ def filters(
     tags: Iterable[str] | None = None,
     since: str | None = None,
     until: str | None = None,
+    where: Iterable[str] | None = None,
+    where_name: str = "--where",
 ) -> retriever.Filters | None:
     """Search filters from what a user gave (a path glob, a heading level, tags: `#project`
     also takes `#project/alpha`), or None; a bad level is refused in one line that calls
@@ -92,11 +95,13 @@ def filters(
     until = dates_in_query.parse_day(until, "until") if until else ""
     if since and until and since > until:
         raise BadRequest(f"since {since} is after until {until}: nothing could match")
-    if not source and not heading_level and not wanted and not since and not until:
+    conditions = where_conditions.parse_all(where, where_name)
+    if not (source or heading_level or wanted or since or until or conditions):
         return None
     return retriever.Filters(
-        source=source or "", heading_level=heading_level or 0, tags=wanted, since=since, until=until
-    )
+        source=source or "", heading_level=heading_level or 0, tags=wanted, since=since,
+        until=until, where=conditions,
+    )  # fmt: skip
 
 
 def search_json(query: str, hits: list[retriever.Hit]) -> dict:

@@ -195,6 +195,7 @@ def test_stats_is_the_same_object_as_the_stats_json_command(plain: Server) -> No
     assert list(stats) == [
         "knowledge_dir", "files", "chunks", "embedder", "dimension", "index_dir", "last_sync",
         "links", "broken_links", "chunks_embedded", "keyword_ready", "collection", "filler",
+        "properties",
     ]  # fmt: skip
     assert stats["files"] == 2 and stats["chunks"] == 3 and stats["dimension"] > 0
 

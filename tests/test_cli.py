@@ -210,6 +210,7 @@ def test_index_search_stats_json(run_rag, kb: Path, embed_server) -> None:
         "keyword_ready": True,
         "collection": "askmd",
         "filler": "off",
+        "properties": {},
     }
     assert got["last_sync"].startswith("20")
 
@@ -328,6 +329,7 @@ def test_stats_before_any_index_creates_nothing(run_rag, tmp_path: Path) -> None
         "keyword_ready": False,
         "collection": "askmd",
         "filler": "off",
+        "properties": {},
     }
     assert not (tmp_path / "ix").exists()
 

@@ -416,7 +416,7 @@ def test_stdio_search_ask_read_and_status(shared) -> None:
     assert list(status) == [  # the `stats --json` object, then the server's two fields
         "knowledge_dir", "files", "chunks", "embedder", "dimension", "index_dir", "last_sync",
         "links", "broken_links", "chunks_embedded", "keyword_ready", "collection", "filler",
-        "syncing", "watching",
+        "properties", "syncing", "watching",
     ]  # fmt: skip
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from askmd.errors import Damaged, IndexBusy  # noqa: F401 - raised by sync; callers catch it here
-from askmd.index import chunk_dates, foreign, prepare, upgrades
+from askmd.index import chunk_dates, foreign, note_properties, prepare, upgrades
 from askmd.index import embedding_models as models
 from askmd.index.changes import (
     Current,
@@ -137,6 +137,7 @@ def sync(
             same = same and not manifest.packing_due()  # an index from older code packs once
             same = same and not upgrades.upgrades_due(manifest)  # ... and is upgraded once
             same = same and not upgrades.dates_due(manifest)  # ... and dates its chunks
+            same = same and not upgrades.properties_due(manifest)  # ... and reads properties
             same = same and not foreign.touched(manifest.db)  # ... and mends an older askmd's
             if same:
                 report.migrations = manifest.take_migrated()
@@ -271,6 +272,10 @@ def _upkeep(run: _Run) -> None:
     if upgrades.dates_due(manifest):  # an index from before dates: its chunks dated
         with run.options.commit():
             upgrades.backfill(manifest, run.settings.knowledge_dir, run.settings.max_file_bytes)
+    if upgrades.properties_due(manifest):  # an index from before properties: notes read again
+        with run.options.commit():
+            s = run.settings
+            upgrades.properties_backfill(manifest, s.knowledge_dir, s.max_file_bytes)
     if manifest.packing_due():  # common terms' postings as arrays: fast keyword search
         # Outside commit(): searches need not wait (seconds on a big folder). They
         # read through their own connections, which see the packing before or after,
@@ -323,4 +328,6 @@ def _mark_format(manifest: Manifest, fp: str) -> None:
     is then resumed by the next run, not taken for an index of older code and rebuilt."""
     upgrades.mark_current(manifest)
     manifest.set(links_version=vault.LINKS_VERSION, fingerprint=fp)
-    manifest.set(**{chunk_dates.KEY: chunk_dates.VERSION})
+    manifest.set(
+        **{chunk_dates.KEY: chunk_dates.VERSION, note_properties.KEY: note_properties.VERSION}
+    )

@@ -122,4 +122,8 @@ def _record_group(k: Keywords, group: list[prepare.Prepared]) -> None:
             old = set(k.manifest.chunk_hashes(done.source))
             k.report.chunks_deleted += len(old - {r.text_hash for r in rows})
     with k.commit():
-        k.manifest.record(records, {done.source: done.links or [] for done in group})
+        k.manifest.record(
+            records,
+            {done.source: done.links or [] for done in group},
+            {done.source: done.properties for done in group},
+        )

@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from askmd.index import chunk_dates, packed_postings
+from askmd.index import chunk_dates, note_properties, packed_postings
 from askmd.index.manifest_db import ManifestDB, now
 from askmd.index.manifest_keywords import _LOAD, ChunkRow, _postings
 from askmd.terms import is_cjk_term
@@ -48,6 +48,7 @@ class FileRecords(ManifestDB):
         self,
         files: Iterable[tuple[FileRecord, list[ChunkRow]]],
         links: dict[str, list[LinkRow]] | None = None,
+        properties: dict[str, tuple] | None = None,
     ) -> None:
         """Store files with their chunks (id, text hash, search terms) and the links written
         in them, replacing what was there: the keyword postings and links change in the
@@ -64,6 +65,7 @@ class FileRecords(ManifestDB):
                     "INSERT INTO links VALUES (?, ?, ?, ?, ?)",
                     [(rec.source, *row) for row in (links or {}).get(rec.source, [])],
                 )
+                note_properties.record(self.db, rec.source, (properties or {}).get(rec.source, ()))
                 self.db.execute(
                     "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)",
                     (rec.source, rec.md5, rec.size, rec.mtime_ns, rec.chunks),
@@ -104,6 +106,7 @@ class FileRecords(ManifestDB):
         self.db.execute("DELETE FROM chunks WHERE source = ?", (source,))
         self.db.execute("DELETE FROM links WHERE source = ?", (source,))
         chunk_dates.drop(self.db, source)
+        note_properties.drop(self.db, source)
         docs = [
             r[0] for r in self.db.execute("SELECT doc FROM documents WHERE source = ?", (source,))
         ]
@@ -140,6 +143,14 @@ class FileRecords(ManifestDB):
             "SELECT DISTINCT json_extract(meta, '$.tags') FROM chunks WHERE meta LIKE '%\"tags\"%'"
         )
         return {t for (tags,) in rows if tags for t in str(tags).split(",") if t}
+
+    def sources_where(self, conditions) -> set[str]:
+        """The notes whose properties meet every `--where` condition (search/where.py)."""
+        return note_properties.sources_where(self.db, conditions)
+
+    def property_keys(self) -> dict[str, int]:
+        """Each property key the notes carry and how many notes carry it."""
+        return note_properties.keys(self.db)
 
     def tags_by_source(self) -> dict[str, set[str]]:
         """Each note's tags (front matter and inline), the union over its chunks."""
@@ -202,7 +213,8 @@ class FileRecords(ManifestDB):
         """Drop every file; the vector store is emptied by the next filling (`reset`)."""
         with self._transaction():
             for table in ("files", "chunks", "postings", "documents", "links", "stale",
-                          "packed", "packed_gone", "indexed", "chunk_dates", "kept"):  # fmt: skip
+                          "packed", "packed_gone", "indexed", "chunk_dates", "kept",
+                          "note_properties"):  # fmt: skip
                 self.db.execute(f"DELETE FROM {table}")
             self.db.execute(f"DROP TABLE IF EXISTS {_LOAD}")
             self.db.execute(

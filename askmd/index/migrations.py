@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
-from askmd.index import chunk_dates, foreign, packed_postings
+from askmd.index import chunk_dates, foreign, note_properties, packed_postings
 from askmd.index.manifest_keywords import _CJK_TERM, FIELDS
 
 _TABLE = "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied TEXT NOT NULL)"
@@ -144,6 +144,13 @@ def m009_kept_hashes(db: sqlite3.Connection) -> None:
     db.execute("INSERT OR IGNORE INTO kept SELECT source, md5 FROM files")
 
 
+def m010_note_properties(db: sqlite3.Connection) -> None:
+    """Each note's properties for `--where` (index/note_properties.py); an older index's
+    notes are read again by the sync that follows (`note_properties.backfill`)."""
+    for statement in note_properties.SCHEMA:
+        db.execute(statement)
+
+
 SCHEMA: list[Callable[[sqlite3.Connection], None]] = [
     m001_tables,
     m002_documents_script_flag,
@@ -154,6 +161,7 @@ SCHEMA: list[Callable[[sqlite3.Connection], None]] = [
     m007_indexed_times,
     m008_chunk_dates,
     m009_kept_hashes,
+    m010_note_properties,
 ]
 
 

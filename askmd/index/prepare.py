@@ -46,6 +46,7 @@ class Prepared:
     rows: list[ChunkRow] | None = None  # None: the file could not be read (`error` says why)
     links: list[LinkRow] | None = None
     error: str = ""
+    properties: tuple = ()  # (key, text, number, day) rows: read/properties.py
 
 
 def prepare(job: Job, note: notes.Note | None = None) -> Prepared:
@@ -75,7 +76,9 @@ def prepare(job: Job, note: notes.Note | None = None) -> Prepared:
                 date=dates.of_chunk(note.date, c.heading_chain),
             )
         )  # fmt: skip
-    return Prepared(job.source, note.md5, rows, link_rows(note))  # warnings: said when hashed
+    return Prepared(
+        job.source, note.md5, rows, link_rows(note), properties=note.properties
+    )  # warnings: said when hashed
 
 
 def link_rows(note: notes.Note) -> list[LinkRow]:

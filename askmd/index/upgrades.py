@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from askmd.index import note_properties
 from askmd.index.chunk_dates import KEY, VERSION, record
 from askmd.index.migrations import applied
 from askmd.read import dates, notes, vault
@@ -127,6 +128,33 @@ def backfill(manifest: Manifest, root: Path, max_bytes: int | None) -> int:
         manifest.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (KEY, VERSION))
         manifest._bump()
     return sum(len(d) for d in rows.values())
+
+
+def properties_due(manifest: Manifest) -> bool:
+    """Whether the notes' properties were read by another VERSION, or not at all."""
+    return not manifest.read_only and manifest.get(note_properties.KEY) != note_properties.VERSION
+
+
+def properties_backfill(manifest: Manifest, root: Path, max_bytes: int | None) -> int:
+    """Read every indexed note's properties again, in one commit; how many rows."""
+    found: dict[str, tuple] = {}
+    for source in manifest.files():
+        if not vault.is_note(source):
+            continue  # PDF, Word and HTML files have no front matter
+        try:
+            found[source] = notes.read(root, source, max_bytes).properties
+        except notes.Unreadable:
+            continue  # its next sync says why
+    with manifest._transaction():
+        manifest.db.execute("DELETE FROM note_properties")
+        for source, rows in found.items():
+            note_properties.record(manifest.db, source, rows)
+        manifest.db.execute(
+            "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+            (note_properties.KEY, note_properties.VERSION),
+        )
+        manifest._bump()
+    return sum(len(rows) for rows in found.values())
 
 
 def _chain(metadata: dict) -> list[str]:

@@ -34,6 +34,7 @@ from askmd.interfaces import folder, guard
 from askmd.interfaces.syncing import Syncer
 from askmd.pipeline import Index
 from askmd.search import retriever
+from askmd.search import where as where_conditions
 
 WEB = Path(__file__).resolve().parent / "web"
 MAX_QUERY_CHARS = MAX_QUESTION_CHARS
@@ -59,11 +60,17 @@ class FiltersBody(_Body):
     tag: list[str] | None = Field(None, max_length=20, examples=[["project"]])
     since: str | None = Field(None, max_length=40, examples=["2026-01-01"])
     until: str | None = Field(None, max_length=40, examples=["2026-01-31"])
+    where: list[str] | None = Field(
+        None, max_length=20, examples=[["type=meeting", "rating>=4"]],
+        description="conditions on the notes' front matter, all of which must hold: KEY=VALUE, "
+        "KEY!=VALUE, KEY>=VALUE, KEY<=VALUE or KEY~TEXT (contains)",
+    )  # fmt: skip
 
     def filters(self) -> retriever.Filters | None:
         return pipeline.filters(
-            self.source, self.heading_level, tags=self.tag, since=self.since, until=self.until
-        )
+            self.source, self.heading_level, tags=self.tag, since=self.since, until=self.until,
+            where=self.where, where_name="filters.where",
+        )  # fmt: skip
 
 
 class IngestBody(_Body):
@@ -252,10 +259,13 @@ def create_app(index: Index, loopback_only: bool = True) -> FastAPIOffline:
     def related(
         note: Annotated[str, Query(min_length=1, max_length=1000)],
         k: Annotated[int, Query(ge=1, le=MAX_RELATED)] = pipeline.RELATED_K,
+        where: Annotated[list[str] | None, Query(max_length=500)] = None,
     ) -> dict:
         """The notes most related to `note` (a path, or a name as a link gives it): the
-        `related --json` object; 404 for a note the index does not have."""
-        return index.graph.related(note, k)
+        `related --json` object; 404 for a note the index does not have. `where`
+        (repeatable): only notes whose front matter meets every condition."""
+        conditions = where_conditions.parse_all(where, "where")
+        return index.graph.related(note, k, where=conditions)
 
     @app.post("/api/v1/ask", tags=["questions"], response_model=None)
     def ask(body: AskBody) -> dict | StreamingResponse:

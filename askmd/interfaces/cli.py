@@ -53,11 +53,22 @@ def _add_filters(command: argparse.ArgumentParser) -> None:
         help="only chunks tagged TAG (front matter or inline; #project takes #project/alpha); "
         "repeat to require several",
     )
+    _add_where(command)
     command.add_argument(
         "--since", metavar="DATE", help="only notes and entries dated DATE or later (YYYY-MM-DD)"
     )
     command.add_argument(
         "--until", metavar="DATE", help="only notes and entries dated DATE or earlier"
+    )
+
+
+def _add_where(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--where",
+        action="append",
+        metavar="COND",
+        help="only notes whose properties meet COND: KEY=VALUE, KEY!=VALUE, KEY>=VALUE, "
+        "KEY<=VALUE or KEY~TEXT (contains); repeat to require several",
     )
 
 
@@ -213,6 +224,7 @@ def build_parser(prog: str = "rag.py") -> argparse.ArgumentParser:
     related.add_argument("note", help="the note: its path, or its name as a link gives it")
     related.add_argument("-k", type=int, metavar="N", help=f"how many notes ({pipeline.RELATED_K})")
     related.add_argument("--json", action="store_true", help="print JSON")
+    _add_where(related)
     related.set_defaults(run=cmd_related)
 
     serve = commands.add_parser(

@@ -1,18 +1,22 @@
 """What the command line and the REPL share: showing a sync, the wait for an answer and
-its stream, saying what is kept on Ctrl-C, and saving answers."""
+its stream, saying what is kept on Ctrl-C, saving answers, and why a filter found
+nothing."""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from askmd.interfaces import answer_display, console
+from askmd.read import vault
 
 if TYPE_CHECKING:
     from askmd.answer.result import Answer
     from askmd.index.sync_report import SyncReport
     from askmd.pipeline import Index
+    from askmd.search.hits import Filters
 
 
 def show_sync(index: Index, report: SyncReport | None) -> None:
@@ -75,3 +79,38 @@ def kept_on_ctrl_c(index: Index) -> Iterator[None]:
         stats = index.graph.stats()
         console.interrupted(stats["chunks"], stats["chunks_embedded"])
         raise
+
+
+def unknown_filter(index: Index, filters: Filters | None) -> str:
+    """Why a filter found nothing when no note has what it asks for: a tag or a property
+    key, with the nearest ones (or those there are), as a misspelling is the likely cause."""
+    if filters is None:
+        return ""
+    if filters.tags and (unknown := _unknown_tag(index, filters.tags)):
+        return unknown
+    return unknown_key(index, filters.where)
+
+
+def unknown_key(index: Index, where: tuple) -> str:
+    have = index.manifest.property_keys()
+    for condition in where:
+        if condition.key not in have:
+            near = difflib.get_close_matches(condition.key, list(have), n=3, cutoff=0.6)
+            listed = ", ".join(near or list(have)[:8])
+            label = "nearest" if near else "properties in the notes"
+            found = f" ({label}: {listed})" if listed else ""
+            return f"no note has the property {condition.key!r}{found}"
+    return ""
+
+
+def _unknown_tag(index: Index, wanted: tuple[str, ...]) -> str:
+    """Why a tag filter found nothing when no note has the tag: with the nearest tags (or
+    those there are), as a misspelled tag is the likely cause."""
+    have = index.manifest.tags()
+    for tag in wanted:
+        if not vault.tag_matches(tag, have):
+            near = difflib.get_close_matches(tag, sorted(have), n=3, cutoff=0.6)
+            listed = ", ".join(f"#{t}" for t in near or sorted(have)[:8])
+            label = "nearest" if near else "tags in the notes"
+            return f"no note has the tag #{tag}" + (f" ({label}: {listed})" if listed else "")
+    return ""

@@ -6,7 +6,6 @@ arguments and the Settings (cli.py parses them and is the error boundary).
 from __future__ import annotations
 
 import argparse
-import difflib
 import sys
 from pathlib import Path
 
@@ -17,8 +16,9 @@ from askmd.interfaces import answer_display, cli_common, console, found_display
 from askmd.interfaces.cli_common import kept_on_ctrl_c, save, show_sync, stream_answer
 from askmd.interfaces.live import LiveIndex
 from askmd.pipeline import Index
-from askmd.read import chunker, notes, vault
+from askmd.read import chunker, notes
 from askmd.search import retriever
+from askmd.search import where as where_conditions
 from askmd.settings import Settings
 
 
@@ -109,26 +109,16 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     if not args.json:
         show_sync(index, report)
     hits = index.search(args.query, args.k or settings.top_k, filters=filters)
+    unknown = "" if hits else cli_common.unknown_filter(index, filters)
     if args.json:
         console.print_json(pipeline.search_json(args.query, hits))
-    elif not hits and filters and filters.tags and _unknown_tag(index, filters.tags):
-        console.notice(_unknown_tag(index, filters.tags))
+        if unknown:
+            console.warning(unknown)
+    elif unknown:
+        console.notice(unknown)
     else:
         found_display.show_hits(hits, args.query)
     return 0
-
-
-def _unknown_tag(index: Index, wanted: tuple[str, ...]) -> str:
-    """Why a tag filter found nothing when no note has the tag: with the nearest tags (or
-    those there are), as a misspelled tag is the likely cause."""
-    have = index.manifest.tags()
-    for tag in wanted:
-        if not vault.tag_matches(tag, have):
-            near = difflib.get_close_matches(tag, sorted(have), n=3, cutoff=0.6)
-            listed = ", ".join(f"#{t}" for t in near or sorted(have)[:8])
-            label = "nearest" if near else "tags in the notes"
-            return f"no note has the tag #{tag}" + (f" ({label}: {listed})" if listed else "")
-    return ""
 
 
 def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
@@ -157,6 +147,8 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         console.print_json(result.to_json())
     else:
         answer_display.show_answer(result)
+    if not result.references and (unknown := cli_common.unknown_filter(index, filters)):
+        console.warning(unknown)
     if args.save:
         save(index, [result], args.save)
     return 130 if result.cancelled else 0
@@ -209,8 +201,9 @@ def _filters(args: argparse.Namespace) -> retriever.Filters | None:
     tags = getattr(args, "tag", None)
     since, until = getattr(args, "since", None), getattr(args, "until", None)
     return pipeline.filters(
-        source, level, name="--heading-level", tags=tags, since=since, until=until
-    )
+        source, level, name="--heading-level", tags=tags, since=since, until=until,
+        where=getattr(args, "where", None),
+    )  # fmt: skip
 
 
 def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
@@ -250,16 +243,19 @@ def cmd_links(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_related(args: argparse.Namespace, settings: Settings) -> int:
     """Sync, then list the notes most related to one note, and why."""
+    where = where_conditions.parse_all(args.where)  # a bad condition before any indexing
     index = Index(settings)
     with kept_on_ctrl_c(index):
         report = index.keeper.sync_to_read(console.SyncProgress(), warn=console.warning)
     if not args.json:
         show_sync(index, report)
-    found = index.graph.related(args.note, args.k or pipeline.RELATED_K)
+    found = index.graph.related(args.note, args.k or pipeline.RELATED_K, where=where)
     if args.json:
         console.print_json(found)
     else:
         found_display.show_related(found)
+    if not found["related"] and (unknown := cli_common.unknown_key(index, where)):
+        console.warning(unknown)
     return 0
 
 

@@ -113,6 +113,7 @@ class IndexStatus(TypedDict):
     keyword_ready: bool  # every note is recorded for keyword search
     collection: str  # the Chroma collection holding the vectors
     filler: str  # vectors stored in the background: "running", "stopped: <why>" or "off"
+    properties: dict[str, int]  # each front matter key and how many notes carry it
     syncing: bool  # this server's start-up sync, or any process's update, is running
     watching: bool  # changes saved in the folder reach the index as they happen
 

@@ -48,6 +48,7 @@ from askmd.interfaces.mcp_schema import (
 )
 from askmd.pipeline import Index
 from askmd.read import notes, readers
+from askmd.search import where as where_conditions
 from askmd.version import __version__
 
 MAX_K = 50  # passages one search or answer returns: more would flood the client's context
@@ -192,19 +193,25 @@ class Notes:
         tags: list[str] | None = None,
         since: str | None = None,
         until: str | None = None,
+        where: list[str] | None = None,
     ) -> SearchResults:
         """Search the notes by keyword and meaning together: the best passages, each with
         its file (`source`), heading chain and line range, best first. `source` is a
         path glob (e.g. "guides/**"); `heading_level` N keeps passages under headings of
         level N or higher (1 = H1); `tags` keeps passages carrying every tag given
         ("project" also takes "project/alpha"); `since` and `until` (YYYY-MM-DD, both
-        included) keep passages of notes or entries dated within them."""
+        included) keep passages of notes or entries dated within them; `where` keeps the
+        notes whose front matter meets every condition: KEY=VALUE, KEY!=VALUE, KEY>=VALUE,
+        KEY<=VALUE or KEY~TEXT (contains), e.g. ["type=meeting", "rating>=4"]."""
         with refusals():
             if not query.strip():
                 raise AskmdError("the query is empty")
             check_text(query, "the query")
             check_text(source, "source")
-            filters = pipeline.filters(source, heading_level, tags=tags, since=since, until=until)
+            filters = pipeline.filters(
+                source, heading_level, tags=tags, since=since, until=until, where=where,
+                where_name="where",
+            )  # fmt: skip
             self.ready()
             hits = self.index.search(query, k, filters=filters)
             return pipeline.search_json(query, hits)
@@ -216,6 +223,7 @@ class Notes:
         tags: list[str] | None = None,
         since: str | None = None,
         until: str | None = None,
+        where: list[str] | None = None,
     ) -> AskResult:
         """Answer a question from the notes, with [n] citations checked against the
         passages and a reference for each (file, heading chain, lines, the quoted
@@ -225,12 +233,15 @@ class Notes:
         cited and `nearest` points at the closest passages. `unsupported_citations` lists
         the passages a model's answer cites for what they do not say.
         `tags` answers only from passages carrying every tag given; `since` and `until`
-        (YYYY-MM-DD, both included) only from notes or entries dated within them."""
+        (YYYY-MM-DD, both included) only from notes or entries dated within them; `where`
+        only from notes whose front matter meets every condition (as search_notes)."""
         with refusals():
             if not question.strip():
                 raise AskmdError("the question is empty")
             check_text(question, "the question")
-            filters = pipeline.filters(None, None, tags=tags, since=since, until=until)
+            filters = pipeline.filters(
+                None, None, tags=tags, since=since, until=until, where=where, where_name="where"
+            )
             self.ready()
             return self.index.ask(question, [], k, filters=filters).to_json()
 
@@ -277,15 +288,19 @@ class Notes:
                 "notes": entries,
             }
 
-    def related_notes(self, note: str, k: NotesK = 10) -> RelatedNotes:
+    def related_notes(
+        self, note: str, k: NotesK = 10, where: list[str] | None = None
+    ) -> RelatedNotes:
         """The notes most related to a note (its path, or its name as a link gives it), by
         meaning, links and shared tags, best first: each says why and whether the two are
         linked already. "similar words" in place of "similar": its vectors are not stored
-        yet, so meaning is judged by its words."""
+        yet, so meaning is judged by its words. `where`: only notes whose front matter
+        meets every condition (as search_notes)."""
         with refusals():
             check_text(note, "note")
+            conditions = where_conditions.parse_all(where, "where")
             self.ready()
-            return self.index.graph.related(note, k)
+            return self.index.graph.related(note, k, where=conditions)
 
     def index_status(self) -> IndexStatus:
         """What is indexed (the `stats --json` object), whether a sync is running now, and

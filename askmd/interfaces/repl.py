@@ -5,6 +5,7 @@ the index while it waits (the watcher), never in the middle of an answer."""
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from askmd.interfaces.cli_common import kept_on_ctrl_c, save, show_sync, stream_
 from askmd.interfaces.live import LiveIndex
 from askmd.pipeline import Index
 from askmd.search import retriever
+from askmd.search import where as where_conditions
 from askmd.settings import Settings
 
 REPL_HELP = """\
@@ -28,6 +30,8 @@ Type a question, or a command:
   /related NOTE     the notes most related to a note
   /since DATE       answer only from notes dated DATE or later (/since alone: any date)
   /until DATE       answer only from notes dated DATE or earlier (/until alone: any date)
+  /where COND ...   answer only from notes whose properties meet every COND, e.g.
+                    /where type=meeting "project=Project Atlas" rating>=4 (/where alone: all)
   /clear            forget the conversation (follow-ups start afresh)
   /save [FILE]      keep the conversation as Markdown (default: askmd-answers/)
   /reindex          rebuild the index from scratch
@@ -46,11 +50,14 @@ class Conversation:
     answers: list[Answer] = field(default_factory=list)  # all shown, for /save
     since: str = ""  # /since and /until: the days every question is limited to
     until: str = ""
+    where: tuple[str, ...] = ()  # /where: the conditions every question is limited to
     # what /sources shows: the passages of the last answer or /debug, whichever came last
     sources: tuple[str, list] | None = None
 
     def filters(self) -> retriever.Filters | None:
-        return pipeline.filters(None, None, since=self.since, until=self.until)
+        return pipeline.filters(
+            None, None, since=self.since, until=self.until, where=self.where, where_name="/where"
+        )
 
 
 def cmd_repl(args: argparse.Namespace, settings: Settings) -> int:
@@ -152,6 +159,8 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
         found_display.show_hits(talk.sources[1], talk.sources[0], full=True)
     elif word in ("/since", "/until"):
         _limit_dates(talk, word[1:], rest.strip())
+    elif word == "/where":
+        _limit_properties(index, talk, rest.strip())
     elif word == "/clear":
         talk.turns.clear()
         talk.answers.clear()
@@ -193,6 +202,24 @@ def _limit_dates(talk: Conversation, end: str, day: str) -> None:
         console.notice(f"questions are limited to notes dated {since} to {until}")
     if filters:  # stored as read (2026/1/7 -> 2026-01-07)
         talk.since, talk.until = filters.since, filters.until
+
+
+def _limit_properties(index: Index, talk: Conversation, text: str) -> None:
+    """/where COND ...: every question from now on is limited to the notes whose
+    properties meet them all; the command alone lifts that limit."""
+    try:
+        wanted = tuple(shlex.split(text))
+    except ValueError as exc:
+        raise AskmdError(f"/where {text}: {exc}") from None
+    where = where_conditions.parse_all(wanted, "/where")  # a bad one changes nothing
+    talk.where = wanted
+    if not where:
+        console.notice("questions are no longer limited by properties")
+        return
+    console.notice(f"questions are limited to notes where {' and '.join(map(str, where))}")
+    unknown = cli_common.unknown_key(index, where)
+    if unknown:
+        console.warning(unknown)
 
 
 def _show_dates(named, filters: retriever.Filters | None) -> None:

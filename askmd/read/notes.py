@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from askmd.read import dates, readers, vault
+from askmd.read import dates, properties, readers, vault
 from askmd.read.encoding import decoded, guessed_warning
 from askmd.read.unreadable import Unreadable
 
@@ -40,6 +40,8 @@ class Note:
     inline_tags: tuple[tuple[str, int], ...] = ()
     pages: tuple[int, ...] = ()  # paged formats (PDF): the body line each page starts on
     date: str | None = None  # ISO day the note is about (dates.of_note), when it has one
+    # (key, text, number, day) of each front matter item, for `--where` (properties.py)
+    properties: tuple[tuple[str, str, float | None, str | None], ...] = ()
 
     def page_span(self, line_start: int, line_end: int) -> tuple[int | None, int | None]:
         """The 1-based pages a body line range covers; (None, None) for unpaged formats."""
@@ -271,6 +273,7 @@ def parse(data: bytes, source: str) -> Note:
         links=found.links,
         inline_tags=found.tags,
         date=dates.of_note(source, meta),
+        properties=properties.rows({**page, **meta}),
     )
 
 

@@ -3,7 +3,7 @@ stage after the index shares, apart from the search that makes them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from askmd.read import notes, vault
@@ -72,6 +72,15 @@ class Filters:
     # Answers askmd saved into the notes (tagged SAVED_ANSWER): searched, but not answered
     # from unless their tag is asked for: quoting them would crowd out the notes they cite.
     saved_answers: bool = True
+    # Conditions on a note's properties (where.py), all of which must hold; `sources` is
+    # the notes they allow, read from the manifest once per search (`resolved`).
+    where: tuple = ()
+    sources: frozenset[str] | None = None
+
+    def resolved(self, manifest) -> Filters:
+        if not self.where or self.sources is not None:
+            return self
+        return replace(self, sources=frozenset(manifest.sources_where(self.where)))
 
     @property
     def period(self) -> Period | None:
@@ -88,6 +97,8 @@ class Filters:
         return {"since": self.since or None, "until": self.until or None}
 
     def allows(self, metadata: dict) -> bool:
+        if self.sources is not None and str(metadata.get("source", "")) not in self.sources:
+            return False
         if self.source and not notes.matches(str(metadata.get("source", "")), (self.source,)):
             return False
         have = [t for t in str(metadata.get("tags", "")).split(",") if t]

@@ -39,6 +39,7 @@ class NotesGraph:
             "keyword_ready": False,
             "collection": self.settings.collection,
             "filler": self.keeper.filler.state if self.keeper.filler is not None else "off",
+            "properties": {},
         }
         if not (self.settings.index_dir / manifest_file.MANIFEST).exists():
             return stats  # nothing indexed yet; do not create an index just to say so
@@ -57,6 +58,7 @@ class NotesGraph:
         )
         found = self.link_graph()
         stats.update(links=len(found), broken_links=sum(1 for k in found if k.to is None))
+        stats["properties"] = m.property_keys()
         return stats
 
     def link_graph(self) -> list[vault.Resolved]:
@@ -102,10 +104,13 @@ class NotesGraph:
             raise NotFound(f"no indexed note named {name!r}")
         return source
 
-    def related(self, note: str, k: int = RELATED_K, method: str = "maxsim") -> dict:
+    def related(
+        self, note: str, k: int = RELATED_K, method: str = "maxsim", where: tuple = ()
+    ) -> dict:
         """The notes most related to `note` (a path or a name, as `links` takes it): by
         meaning, links and tags (search/related.py). While its vectors wait, meaning is
-        judged by keyword and each such result says "similar words"."""
+        judged by keyword and each such result says "similar words". `where`: only notes
+        whose properties meet those conditions (search/where.py) are listed."""
         from askmd.search import related  # only `related` needs it
 
         if k < 1:
@@ -114,6 +119,8 @@ class NotesGraph:
         edges = [(link.source, link.to) for link in self.link_graph() if link.to is not None]
         m = self.access.manifest
         indexed = set(m.files())
+        if where:
+            indexed &= m.sources_where(where)
         similar, why = self.similar_notes(source, method)
         ranked = related.rank(source, k, indexed, edges, m.tags_by_source(), similar, why)
         return {"note": source, "related": [r.to_json() for r in ranked]}

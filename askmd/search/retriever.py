@@ -86,7 +86,7 @@ def search(
     """
     if not has_words(query) or k <= 0:
         return ranked_as([], mode)
-    filters = filters or Filters()
+    filters = (filters or Filters()).resolved(manifest)
     filtered = filters != Filters()
     pool = max(MIN_POOL, 4 * k) * (4 if filtered else 1)
     filling = manifest.pending() > 0
