@@ -18,10 +18,12 @@ judgement's inputs per question (similarity, coverage, model), to calibrate grou
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 
 from askmd import evaluate
+from askmd.answer import checks
 from askmd.answer.citations import CITATION
 from askmd.pipeline import Index
 from bench.common import (
@@ -57,6 +59,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--constant", action="append", default=[], help="MODULE.NAME=VALUE for this run"
     )
+    parser.add_argument("--without", action="append", default=[], help="a check to leave out")
+    parser.add_argument(
+        "--override", action="append", default=[],
+        help="CHECK=MARGIN: how far above the line a sentence overrides that check's reason",
+    )  # fmt: skip
     add_index_variants(parser)
     args = parser.parse_args(argv)
     set_constants(args.constant)
@@ -95,6 +102,11 @@ def main(argv: list[str] | None = None) -> None:
         if args.split:
             queries = [q for q in queries if half(q.id) == args.split]
         ground = index.answerer.grounding()
+        margins = {k: float(v) for k, v in (o.split("=", 1) for o in args.override)}
+        ground.checks = [
+            dataclasses.replace(c, overridden_above=margins[c.name]) if c.name in margins else c
+            for c in checks.load([c for c in checks.CHECKS if c not in args.without])
+        ]
         k = index.settings.top_k
 
         def ask(question: str, index: Index = index, ground=ground, k: int = k, name: str = name):
