@@ -168,3 +168,20 @@ def test_an_index_from_before_properties_reads_them_at_its_next_sync(tmp_path, i
     upgraded = pipeline.Index(settings)
     upgraded.sync()
     assert found(upgraded, "status=done") == {"atlas/kickoff.md", "borealis.md"}
+
+
+def test_a_filter_that_keeps_one_note_of_many_still_finds_it(tmp_path) -> None:
+    """More notes match the words better than the pool of candidates holds: the one the
+    filter keeps is scored all the same."""
+    notes = {
+        f"logs/{n:03d}.md": f"---\ntype: log\n---\n# Log {n}\n\nBackup backup backup done.\n"
+        for n in range(450)
+    }
+    notes["rare.md"] = "---\ntype: meeting\n---\n# Rare\n\nWe spoke of the backup once.\n"
+    kb = write_notes(tmp_path / "kb", notes)
+    settings = load_settings({}, None, {"knowledge_dir": kb, "index_dir": tmp_path / "ix"})
+    index = pipeline.Index(settings)
+    index.sync(vectors=False)
+    filters = pipeline.filters(None, None, where=["type=meeting"])
+    hits = index.search("backup", 5, mode="keyword", filters=filters)
+    assert [hit.source for hit in hits] == ["rare.md"]

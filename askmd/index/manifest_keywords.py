@@ -137,6 +137,7 @@ class KeywordPostings(ManifestDB):
         limit: int,
         cjk: bool | None = None,
         weights: tuple[float, float, float] | None = None,
+        sources: frozenset[str] | None = None,
     ) -> list[tuple[str, float]]:
         """BM25F (BM25_K1, BM25_B, FIELD_WEIGHTS) of every indexed chunk for these terms:
         (chunk id, score), best first (equal scores in indexing order). Exact: every
@@ -146,7 +147,9 @@ class KeywordPostings(ManifestDB):
         With `cjk` (the question's script) the collection statistics, the number of
         chunks and their average length, are those of the chunks in that script, when
         there are any: a folder of Chinese notes scores a Chinese question the same
-        whether or not 5,000 English notes sit beside it. Every chunk is still scored."""
+        whether or not 5,000 English notes sit beside it. Every chunk is still scored,
+        unless `sources` names the only files whose chunks may be returned (`--where`):
+        then only theirs are, so a filter that keeps a few notes of many still finds them."""
         unique = sorted(set(terms))
         if not unique or limit <= 0:
             return []
@@ -156,6 +159,8 @@ class KeywordPostings(ManifestDB):
                 return []
             found = packed_postings.postings(self.db, unique, self._field_columns())
             idfs = {t: self._idf(len(array), count) for t, array in found.items()}
+            if sources is not None:
+                found = packed_postings.only(found, self._docs_of(sources))
             weights = weights or FIELD_WEIGHTS
             top = packed_postings.bm25f(
                 found, idfs, max(average, 1.0), weights, BM25_K1, BM25_B, limit
@@ -168,6 +173,17 @@ class KeywordPostings(ManifestDB):
                 self.db.execute(f"SELECT doc, chunk FROM documents WHERE doc IN ({marks})", docs)
             )
             return [(chunk_of[doc], score) for doc, score in top]
+
+    def _docs_of(self, sources: frozenset[str]) -> list[int]:
+        """The keyword documents (chunks) of these files."""
+        docs: list[int] = []
+        names = sorted(sources)
+        for start in range(0, len(names), 500):
+            part = names[start : start + 500]
+            marks = ",".join("?" * len(part))
+            sql = f"SELECT doc FROM documents WHERE source IN ({marks})"
+            docs.extend(doc for (doc,) in self.db.execute(sql, part))
+        return docs
 
     def frequencies(self, terms: list[str], cjk: bool | None = None) -> tuple[dict[str, int], int]:
         """How many chunks hold each term, and how many chunks there are (of the question's

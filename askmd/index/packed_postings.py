@@ -165,6 +165,14 @@ def postings(db: sqlite3.Connection, terms: list[str], fields: list[str]) -> dic
     return found
 
 
+def only(found: dict[str, np.ndarray], docs: list[int]) -> dict[str, np.ndarray]:
+    """The postings of these documents alone."""
+    import numpy as np
+
+    allowed = np.asarray(docs, dtype=np.int64)
+    return {term: array[np.isin(array["doc"], allowed)] for term, array in found.items()}
+
+
 def bm25f(
     found: dict[str, np.ndarray],
     idfs: dict[str, float],

@@ -126,10 +126,12 @@ def search(
         dense = by_date.ranked(dense, manifest, filters.period, period, t)
         hits = _hits(_fetch(store, manifest, known, dense, k), k)
         return ranked_as(_located(hits, manifest, t.embed_depth), mode)
-    keyword = manifest.keyword(content_terms(query), pool, cjk=is_cjk_query(query))
+    only = filters.sources  # --where: only those notes' chunks are scored
+    keyword = manifest.keyword(content_terms(query), pool, cjk=is_cjk_query(query), sources=only)
     if translation is not None:
         english, weight = translation
-        keyword = _joined(keyword, manifest.keyword(english, pool, cjk=False), weight)
+        in_english = manifest.keyword(english, pool, cjk=False, sources=only)
+        keyword = _joined(keyword, in_english, weight)
     if filtered:  # filtering needs every candidate's metadata first
         missing = [c for c, _ in keyword if c not in known]
         known.update((s.id, s) for s in _stored(store, manifest, missing))
