@@ -20,7 +20,9 @@ URL = re.compile(r"http://127\.0\.0\.1:\d+")
 class Server:
     """`rag.py serve` on 127.0.0.1, port 0, run from `base` (no .env there)."""
 
-    def __init__(self, base: Path, notes: dict[str, str], **env: str) -> None:
+    def __init__(
+        self, base: Path, notes: dict[str, str], *args: str, **env: str
+    ) -> None:
         self.base = base
         self.kb = write_notes(base / "kb", notes)
         self.ix = base / "ix"
@@ -29,11 +31,13 @@ class Server:
         self.url = ""
         self.port = 0
         self.clients: list[httpx.Client] = []
+        self.args = args  # after `serve --host 127.0.0.1 --port 0`
 
     def __enter__(self) -> Server:
         command = [
             sys.executable, str(ROOT / "rag.py"), "--knowledge", str(self.kb),
             "--index-dir", str(self.ix), "serve", "--host", "127.0.0.1", "--port", "0",
+            *self.args,
         ]  # fmt: skip
         with open(self.log, "wb") as stderr:
             self.process = subprocess.Popen(

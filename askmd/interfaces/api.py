@@ -15,7 +15,7 @@ import logging
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastapi import Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -30,11 +30,14 @@ from askmd.answer.followup import MAX_TURNS
 from askmd.answer.limits import MAX_QUESTION_CHARS
 from askmd.answer.result import Turn
 from askmd.errors import AskmdError, BadRequest, first_line
-from askmd.interfaces import folder, guard
+from askmd.interfaces import folder, guard, mcp_http
 from askmd.interfaces.syncing import Syncer
 from askmd.pipeline import Index
 from askmd.search import retriever
 from askmd.search import where as where_conditions
+
+if TYPE_CHECKING:
+    from askmd.interfaces.mcp_server import NotesServer
 
 WEB = Path(__file__).resolve().parent / "web"
 MAX_QUERY_CHARS = MAX_QUESTION_CHARS
@@ -128,9 +131,12 @@ def turns(history: list[Exchange]) -> list[Turn]:
 # --- the app ----------------------------------------------------------------------------
 
 
-def create_app(index: Index, loopback_only: bool = True) -> FastAPIOffline:
+def create_app(
+    index: Index, loopback_only: bool = True, mcp: NotesServer | None = None
+) -> FastAPIOffline:
     """The app over `index`; `loopback_only` is False when it listens beyond this machine
-    (which the server allows only with a token)."""
+    (which the server allows only with a token). With `mcp`, MCP's tools and resources
+    are served at /mcp too, behind the same guard (mcp_http.py)."""
     settings = index.settings
     # Notes saved on disk: the watcher applies them (serve starts it); with ASKMD_WATCH=0 a
     # search or ask still wakes a background re-scan now and then.
@@ -139,7 +145,10 @@ def create_app(index: Index, loopback_only: bool = True) -> FastAPIOffline:
         title="askmd",
         summary="Cited answers from a folder of Markdown notes.",
         redoc_url=None,
+        lifespan=mcp_http.lifespan(mcp),
     )
+    if mcp is not None:
+        mcp_http.mount(app, mcp)
     app.add_middleware(guard.Guard, settings=settings, loopback_only=loopback_only)
     app.mount("/static", StaticFiles(directory=WEB), name="static")
 

@@ -230,13 +230,19 @@ def build_parser(prog: str = "rag.py") -> argparse.ArgumentParser:
     serve = commands.add_parser(
         "serve",
         help="serve the HTTP API and a web page (127.0.0.1 only unless a token is set)",
-        description="Sync the index, then serve the JSON API under /api/v1 (docs at /docs) "
-        "and a web page at /. Listening beyond 127.0.0.1 needs ASKMD_API_TOKEN; with it "
-        "set, every API call but /api/v1/health needs 'Authorization: Bearer TOKEN'.",
+        description="Sync the index, then serve the JSON API under /api/v1 (docs at /docs), "
+        "MCP over HTTP at /mcp and a web page at /. Listening beyond 127.0.0.1 needs "
+        "ASKMD_API_TOKEN; with it set, every API call but /api/v1/health, and /mcp, need "
+        "'Authorization: Bearer TOKEN'.",
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     serve.add_argument(
         "--port", type=int, default=8000, help="port (8000); 0 picks a free one and prints it"
+    )
+    serve.add_argument(
+        "--allow-write",
+        action="store_true",
+        help="give MCP clients at /mcp the tools that add and delete notes (the API has them)",
     )
     serve.set_defaults(run=cmd_serve)
 

@@ -326,7 +326,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     """Serve the HTTP API and the web page over the same index."""
     from askmd.interfaces import server
 
-    return server.serve(settings, args.host, args.port)
+    return server.serve(settings, args.host, args.port, allow_write=args.allow_write)
 
 
 def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:

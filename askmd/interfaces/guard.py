@@ -4,8 +4,8 @@
   rebinds its own DNS name to 127.0.0.1 cannot read the API (DNS rebinding).
 - Origin: a browser request from another site is refused. With JSON-only bodies (below)
   a browser cannot even send one without a CORS preflight, which is never granted.
-- Token: with ASKMD_API_TOKEN set, /api/ needs `Authorization: Bearer <token>`, except
-  /api/v1/health; compared in constant time.
+- Token: with ASKMD_API_TOKEN set, /api/ and MCP's /mcp need `Authorization: Bearer
+  <token>`, except /api/v1/health; compared in constant time.
 - Size: a body larger than the note size limit allows is refused with 413 as soon as its
   length is known, whether declared or streamed. A body is read whole here, and one with
   more keys, items or strings than any real request holds is refused with 413 before it
@@ -31,6 +31,13 @@ from askmd.interfaces import folder
 from askmd.settings import Settings
 
 PUBLIC = ("/api/v1/health",)
+MCP_PATH = "/mcp"  # MCP over HTTP (the SDK's streamable HTTP transport): guarded as /api/
+
+
+def is_api(path: str) -> bool:
+    return path.startswith("/api/") or path == MCP_PATH
+
+
 # Keys, strings, array items and nested values in one body. An ask with a full history
 # (50 turns of 4 fields) needs about 450; a note, however long, is one string.
 MAX_JSON_VALUES = 2000
@@ -137,7 +144,7 @@ class Guard:
         except Refused as refused:
             return await _refuse(send, refused)
         path = scope["path"]
-        if scope["method"] in ("POST", "PUT", "PATCH") and path.startswith("/api/"):
+        if scope["method"] in ("POST", "PUT", "PATCH") and is_api(path):
             try:
                 body = await self._read_body(receive)
             except Refused as refused:
@@ -147,7 +154,9 @@ class Guard:
             receive = _replay(body, receive)
         else:
             receive = self._limited(receive)
-        page = not path.startswith(("/api/", "/docs", "/openapi.json", "/static-offline-docs"))
+        page = not is_api(path) and not path.startswith(
+            ("/docs", "/openapi.json", "/static-offline-docs")
+        )
 
         async def send_with_headers(message):
             if message["type"] == "http.response.start":
@@ -175,7 +184,7 @@ class Guard:
         elif origin == "null":
             raise Refused(403, "requests from sandboxed or file:// pages are refused")
         path = scope["path"]
-        if self.token and path.startswith("/api/") and path not in PUBLIC:
+        if self.token and is_api(path) and path not in PUBLIC:
             given = headers.get("authorization", "")
             scheme, _, value = given.partition(" ")
             if scheme.lower() != "bearer" or not hmac.compare_digest(
@@ -193,7 +202,7 @@ class Guard:
             if int(length) > self.limit:
                 raise Refused(413, _too_large(self.limit))
         method = scope["method"]
-        if method in ("POST", "PUT", "PATCH") and path.startswith("/api/"):
+        if method in ("POST", "PUT", "PATCH") and is_api(path):
             kind = headers.get("content-type", "").split(";")[0].strip().lower()
             if kind != "application/json":
                 raise Refused(415, "send the body as JSON (Content-Type: application/json)")

@@ -141,11 +141,14 @@ class NotesServer(MCPServer):
 class Notes:
     """What the tools and resources do, over one Index; each call runs in a worker thread."""
 
-    def __init__(self, index: Index, watch: bool | None = None) -> None:
+    def __init__(
+        self, index: Index, watch: bool | None = None, live: LiveIndex | None = None
+    ) -> None:
         self.index = index
         self.settings = index.settings
         self.watch = self.settings.watch if watch is None else watch
-        self.live = LiveIndex(
+        # `serve` passes its own: the index it syncs and watches is the one MCP reads
+        self.live = live or LiveIndex(
             index, warn=console.warning, on_change=_changed, on_notice=console.warning, watch=watch
         )
         self.started = self.live.started  # the start-up sync is over (done, or given up)
@@ -431,10 +434,16 @@ def _changed(change) -> None:
     console.err.print(f"{change.time[11:]} {console.clean(change.line())}", markup=False)
 
 
-def build(index: Index, allow_write: bool = False, watch: bool | None = None) -> NotesServer:
+def build(
+    index: Index,
+    allow_write: bool = False,
+    watch: bool | None = None,
+    live: LiveIndex | None = None,
+) -> NotesServer:
     """The server over `index`: the read tools, the write tools only with `allow_write`,
-    and the notes as resources. Nothing runs until `notes.start()`."""
-    notes_ = Notes(index, watch)
+    and the notes as resources. Nothing runs until `notes.start()`, unless `live` (the
+    `serve` command's) keeps the index in step already."""
+    notes_ = Notes(index, watch, live)
     server = NotesServer(
         notes_,
         name="askmd",

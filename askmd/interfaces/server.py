@@ -1,4 +1,4 @@
-"""`python rag.py serve`: sync, load the models, then serve the API and the page.
+"""`python rag.py serve`: sync, load the models, then serve the API, MCP and the page.
 
 The socket is bound here, before uvicorn starts, so port 0 can be resolved to the port
 the system picked and printed as the URL to use (tests and scripts read that line).
@@ -30,10 +30,10 @@ TOO_SLOW = (
 )
 
 
-def serve(settings: Settings, host: str, port: int) -> int:
+def serve(settings: Settings, host: str, port: int, allow_write: bool = False) -> int:
     import uvicorn  # only the serve command needs the web stack
 
-    from askmd.interfaces import api, console
+    from askmd.interfaces import api, console, mcp_server
 
     loopback = _loopback(host)
     if not loopback and not settings.api_token:
@@ -69,9 +69,11 @@ def serve(settings: Settings, host: str, port: int) -> int:
         shown = f"[{bound_host}]" if ":" in bound_host else bound_host
         url = f"http://{shown}:{bound_port}"
         print(f"askmd serving {settings.knowledge_dir} at {url}", flush=True)
-        console.notice("API docs at /docs · Ctrl-C to stop")
+        console.notice("API docs at /docs · MCP at /mcp · Ctrl-C to stop")
+        # MCP at /mcp reads the index this process keeps in step (`live`)
+        mcp = mcp_server.build(index, allow_write, live=live)
         config = uvicorn.Config(
-            api.create_app(index, loopback_only=loopback),
+            api.create_app(index, loopback_only=loopback, mcp=mcp),
             http=_protocol(),
             timeout_keep_alive=KEEP_ALIVE_SECONDS,
             log_level="warning",
