@@ -20,9 +20,7 @@ URL = re.compile(r"http://127\.0\.0\.1:\d+")
 class Server:
     """`rag.py serve` on 127.0.0.1, port 0, run from `base` (no .env there)."""
 
-    def __init__(
-        self, base: Path, notes: dict[str, str], *args: str, **env: str
-    ) -> None:
+    def __init__(self, base: Path, notes: dict[str, str], *args: str, **env: str) -> None:
         self.base = base
         self.kb = write_notes(base / "kb", notes)
         self.ix = base / "ix"
