@@ -28,6 +28,7 @@ from askmd.interfaces.commands import (
     cmd_serve,
     cmd_stats,
     cmd_watch,
+    cmd_why,
 )
 from askmd.search import retriever
 from askmd.settings import load_settings
@@ -226,6 +227,19 @@ def build_parser(prog: str = "rag.py") -> argparse.ArgumentParser:
     related.add_argument("--json", action="store_true", help="print JSON")
     _add_where(related)
     related.set_defaults(run=cmd_related)
+
+    why = commands.add_parser(
+        "why",
+        help="why a note is or is not found for a question",
+        description="Whether the note is indexed (or skipped, waiting for vectors, left out "
+        "by a filter, never seen), where keyword and dense search ranked its best chunks, "
+        "what ranked above, and whether the answer read and quoted it.",
+    )
+    why.add_argument("note", help="the note: its path, or its name")
+    why.add_argument("question", help="the question it was expected to answer")
+    why.add_argument("--json", action="store_true", help="print JSON")
+    _add_filters(why)
+    why.set_defaults(run=cmd_why)
 
     serve = commands.add_parser(
         "serve",

@@ -259,6 +259,25 @@ def cmd_related(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_why(args: argparse.Namespace, settings: Settings) -> int:
+    """Why a note is or is not found for a question: indexed or not, its ranks, the answer."""
+    from askmd.search import why
+
+    pipeline.check_question(args.question)
+    filters = _filters(args)
+    index = Index(settings)
+    with kept_on_ctrl_c(index):
+        report = index.keeper.sync_to_read(console.SyncProgress(), warn=console.warning)
+    if not args.json:
+        show_sync(index, report)
+    found = why.explain(index, args.note, args.question, filters)
+    if args.json:
+        console.print_json(found)
+    else:
+        found_display.show_why(found)
+    return 0
+
+
 def cmd_indexes(args: argparse.Namespace, settings: Settings) -> int:
     """List the indexes under the data home, or remove some: each folder tried keeps one."""
     if getattr(args, "indexes_action", None) == "remove":

@@ -53,6 +53,34 @@ def show_related(found: dict) -> None:
         out.print("(vectors still being stored: similar by words until then)", style="dim")
 
 
+def show_why(found: dict) -> None:
+    """`why`: the verdict, the note's status, its best chunks' ranks, what ranked above."""
+    out.print(Text(clean(found["verdict"]), style="bold"), soft_wrap=True)
+    out.print(f"  status: {clean(str(found['status']))}", style="dim", soft_wrap=True)
+    for name in found.get("closest_files", []):
+        out.print(f"  closest file: {clean(name)}", soft_wrap=True)
+
+    def rank(value, score) -> str:
+        return "–" if value is None else f"{value} ({score})"
+
+    for c in found.get("chunks", []):
+        out.print(
+            f"  {clean(c['heading_chain']) or '(top of the note)'}: keyword "
+            f"{rank(c['keyword_rank'], c['keyword_score'])}, dense "
+            f"{rank(c['dense_rank'], c['dense_score'])}, fused "
+            f"{'–' if c['fused_rank'] is None else c['fused_rank']}"
+            + (" (vector waiting)" if c["waiting_for_vector"] else ""),
+            soft_wrap=True,
+        )
+    for rule in found.get("rules", []):
+        out.print(f"  rule: {clean(rule)}", style="dim", soft_wrap=True)
+    if found.get("above"):
+        out.print("  ranked above it:", style="dim")
+    for a in found.get("above", []):
+        chain = f" › {clean(a['heading_chain'])}" if a["heading_chain"] else ""
+        out.print(f"    [{a['rank']}] {a['score']:.3f} {clean(a['source'])}{chain}", soft_wrap=True)
+
+
 def _shown_in(hit) -> str:
     """Where embeds show a hit's words (`![[Note#Heading]]`): `shown in a.md:12, b.md:3`."""
     return "shown in " + ", ".join(f"{clean(s)}:{line}" for s, line in hit.shown_in)

@@ -28,6 +28,7 @@ Type a question, or a command:
   /debug QUESTION   show the retrieved chunks with their scores (no LLM)
   /sources          everything retrieved for the last answer
   /related NOTE     the notes most related to a note
+  /why NOTE QUESTION  why a note is or is not found for a question
   /since DATE       answer only from notes dated DATE or later (/since alone: any date)
   /until DATE       answer only from notes dated DATE or earlier (/until alone: any date)
   /where COND ...   answer only from notes whose properties meet every COND, e.g.
@@ -159,6 +160,8 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
         found_display.show_hits(talk.sources[1], talk.sources[0], full=True)
     elif word in ("/since", "/until"):
         _limit_dates(talk, word[1:], rest.strip())
+    elif word == "/why":
+        _why(index, talk, rest.strip())
     elif word == "/where":
         _limit_properties(index, talk, rest.strip())
     elif word == "/clear":
@@ -202,6 +205,19 @@ def _limit_dates(talk: Conversation, end: str, day: str) -> None:
         console.notice(f"questions are limited to notes dated {since} to {until}")
     if filters:  # stored as read (2026/1/7 -> 2026-01-07)
         talk.since, talk.until = filters.since, filters.until
+
+
+def _why(index: Index, talk: Conversation, text: str) -> None:
+    """/why NOTE QUESTION: the note's status, ranks and fate for that question, under the
+    limits /since, /until and /where set."""
+    from askmd.search import why
+
+    note, _, question = text.partition(" ")
+    if not note or not question.strip():
+        raise AskmdError(
+            '/why needs a note and a question, e.g. /why Ideas/Garden.md "when do I sow?"'
+        )
+    found_display.show_why(why.explain(index, note, question.strip().strip('"'), talk.filters()))
 
 
 def _limit_properties(index: Index, talk: Conversation, text: str) -> None:
