@@ -185,3 +185,18 @@ def test_a_filter_that_keeps_one_note_of_many_still_finds_it(tmp_path) -> None:
     filters = pipeline.filters(None, None, where=["type=meeting"])
     hits = index.search("backup", 5, mode="keyword", filters=filters)
     assert [hit.source for hit in hits] == ["rare.md"]
+
+
+def test_a_changed_property_is_seen_by_the_next_search_of_the_same_filter(tmp_path) -> None:
+    """The notes a condition keeps are remembered between searches, until the index
+    changes."""
+    kb = write_notes(tmp_path / "kb", MEETINGS)
+    settings = load_settings({}, None, {"knowledge_dir": kb, "index_dir": tmp_path / "ix"})
+    index = pipeline.Index(settings)
+    index.sync(vectors=False)
+    assert found(index, "status=open", query="decided") == {"atlas/review.md"}
+    (kb / "borealis.md").write_text(
+        MEETINGS["borealis.md"].replace("status: done", "status: open"), encoding="utf-8"
+    )
+    index.sync(vectors=False)
+    assert found(index, "status=open", query="decided") == {"atlas/review.md", "borealis.md"}

@@ -144,9 +144,21 @@ class FileRecords(ManifestDB):
         )
         return {t for (tags,) in rows if tags for t in str(tags).split(",") if t}
 
-    def sources_where(self, conditions) -> set[str]:
-        """The notes whose properties meet every `--where` condition (search/where.py)."""
-        return note_properties.sources_where(self.db, conditions)
+    def sources_where(self, conditions) -> frozenset[str]:
+        """The notes whose properties meet every `--where` condition (search/where.py),
+        kept while the index's generation stays the same."""
+        from askmd.index.manifest_keywords import KEPT_FILTERS
+
+        generation, key = self.generation(), tuple(conditions)
+        memo = getattr(self, "_where_memo", None)
+        if memo is None or memo[0] != generation:
+            memo = self._where_memo = (generation, {})
+        kept = memo[1]
+        if key not in kept:
+            while len(kept) >= KEPT_FILTERS:
+                del kept[next(iter(kept))]  # the oldest
+            kept[key] = frozenset(note_properties.sources_where(self.db, key))
+        return kept[key]
 
     def property_keys(self) -> dict[str, int]:
         """Each property key the notes carry and how many notes carry it."""

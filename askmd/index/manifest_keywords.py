@@ -25,6 +25,7 @@ BM25_B = 0.75  # length normalisation
 # use, makes such a name findable (docs/benchmarks/retrieval-english.md, "Fields").
 FIELD_WEIGHTS = (0.0, 0.25, 0.0)  # (title, aliases, headings)
 FIELDS = ("title_tf", "alias_tf", "heading_tf")  # their postings columns, in that order
+KEPT_FILTERS = 8  # `--where` note sets kept ready at once (a server's clients' filters)
 TOGETHER_FORMS = 50  # forms of one term read by `together` (`python3`, `python-dotenv`, ...)
 _LOAD = "postings_load"  # a cold build's postings before they are sorted in (begin_load)
 
@@ -174,16 +175,24 @@ class KeywordPostings(ManifestDB):
             )
             return [(chunk_of[doc], score) for doc, score in top]
 
-    def _docs_of(self, sources: frozenset[str]) -> list[int]:
-        """The keyword documents (chunks) of these files."""
-        docs: list[int] = []
-        names = sorted(sources)
-        for start in range(0, len(names), 500):
-            part = names[start : start + 500]
-            marks = ",".join("?" * len(part))
-            sql = f"SELECT doc FROM documents WHERE source IN ({marks})"
-            docs.extend(doc for (doc,) in self.db.execute(sql, part))
-        return docs
+    def _docs_of(self, sources: frozenset[str]):
+        """Which keyword documents (chunks) belong to these files, as a mask by document
+        number, kept while the index's generation stays the same: a REPL's /where or a
+        client's filter asks for the same set again."""
+        import numpy as np
+
+        memo = self._keyword_cache().setdefault("docs", {})
+        if sources not in memo:
+            sql = "SELECT doc FROM documents WHERE source IN (SELECT value FROM json_each(?))"
+            names = json.dumps(sorted(sources))
+            while len(memo) >= KEPT_FILTERS:
+                del memo[next(iter(memo))]  # the oldest
+            docs = np.fromiter((d for (d,) in self.db.execute(sql, (names,))), dtype=np.int64)
+            last = self.db.execute("SELECT COALESCE(MAX(doc), 0) FROM documents").fetchone()[0]
+            kept = np.zeros(max(int(last), packed_postings.upto(self.db) or 0) + 2, dtype=bool)
+            kept[docs] = True
+            memo[sources] = kept
+        return memo[sources]
 
     def frequencies(self, terms: list[str], cjk: bool | None = None) -> tuple[dict[str, int], int]:
         """How many chunks hold each term, and how many chunks there are (of the question's

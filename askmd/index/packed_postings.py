@@ -165,12 +165,12 @@ def postings(db: sqlite3.Connection, terms: list[str], fields: list[str]) -> dic
     return found
 
 
-def only(found: dict[str, np.ndarray], docs: list[int]) -> dict[str, np.ndarray]:
-    """The postings of these documents alone."""
+def only(found: dict[str, np.ndarray], kept: np.ndarray) -> dict[str, np.ndarray]:
+    """The postings of the documents `kept` (a mask by document number) marks."""
     import numpy as np
 
-    allowed = np.asarray(docs, dtype=np.int64)
-    return {term: array[np.isin(array["doc"], allowed)] for term, array in found.items()}
+    last = len(kept) - 1  # false: a document past the mask is not kept
+    return {term: array[kept[np.minimum(array["doc"], last)]] for term, array in found.items()}
 
 
 def bm25f(

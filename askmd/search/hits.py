@@ -77,10 +77,16 @@ class Filters:
     where: tuple = ()
     sources: frozenset[str] | None = None
 
+    @property
+    def notes_only(self) -> bool:
+        """Whether the only limit is which notes (`where`): then a keyword search that
+        scored those notes alone needs no other check."""
+        return bool(self.where) and replace(self, where=(), sources=None) == Filters()
+
     def resolved(self, manifest) -> Filters:
         if not self.where or self.sources is not None:
             return self
-        return replace(self, sources=frozenset(manifest.sources_where(self.where)))
+        return replace(self, sources=manifest.sources_where(self.where))
 
     @property
     def period(self) -> Period | None:

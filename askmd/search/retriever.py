@@ -132,7 +132,7 @@ def search(
         english, weight = translation
         in_english = manifest.keyword(english, pool, cjk=False, sources=only)
         keyword = _joined(keyword, in_english, weight)
-    if filtered:  # filtering needs every candidate's metadata first
+    if filtered and not filters.notes_only:  # filtering needs every candidate's metadata
         missing = [c for c, _ in keyword if c not in known]
         known.update((s.id, s) for s in _stored(store, manifest, missing))
         keyword = [(c, v) for c, v in keyword if c in known and filters.allows(known[c].metadata)]
