@@ -103,14 +103,18 @@ def _loaded(names: tuple[str, ...]) -> tuple[Check, ...]:
 @dataclass(frozen=True)
 class Simple:
     """A check made of one function; it blocks unless a sentence restates the question
-    `overridden_above` above the line."""
+    `overridden_above` above the line. A reason of a kind it `advises` on never blocks:
+    it is said beside the answer (a warning, `reasons` in JSON), not as a decline."""
 
     name: str
     run: Callable[[Evidence], Reason | None]
     overridden_above: float | None = None
+    advises: tuple[str, ...] = ()
 
     def __call__(self, evidence: Evidence) -> Reason | None:
         return self.run(evidence)
 
     def blocks(self, reason: Reason, evidence: Evidence) -> bool:
+        if reason.kind in self.advises:
+            return False
         return self.overridden_above is None or evidence.above < self.overridden_above
