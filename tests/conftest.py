@@ -6,6 +6,7 @@ import functools
 import gc
 import inspect
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -15,6 +16,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# A suite started in the background of a script inherits SIGINT ignored, and so would every
+# program it starts: the tests that press Ctrl-C would then wait in vain. Python's own
+# handler here is reset to the default in each child.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def clean_env(**extra: str) -> dict[str, str]:
