@@ -34,13 +34,12 @@ from askmd.terms import content_terms, has_cjk, is_cjk, terms
 # about another thing.
 COVERED = 0.5
 NAMED = 2  # missing words named in the decline, rarest first
-# A neighbour's value stands among others of its kind: the passage that gives it gives
-# that kind of value for at least this many things (services and their ports, contacts
-# and their numbers). A passage with one such value is prose about one thing, which a
-# question may well word otherwise.
+# A neighbour's value stands among others of its kind: the top passages give that kind
+# of value for at least this many things (services and their ports, contacts and their
+# numbers, two hotels' check-in times in a trip note's sections). One such value is prose
+# about one thing, which a question may well word otherwise. Set a priori; dev and test
+# figures in BENCHMARKS.md.
 NEIGHBOURS = 2
-ADVISES = True  # its reasons are said beside the answer, not as a decline
-ACROSS = True  # counted over the top passages (a note's sections are passages of their own)
 
 
 def run(evidence: Evidence) -> Reason | None:
@@ -52,13 +51,13 @@ def run(evidence: Evidence) -> Reason | None:
     weight = weights(subject, evidence)
     best: tuple[float, Read, list[Word]] | None = None
     unjudged = False
-    giving = [0] * len(evidence.top)  # units that give a value of the kind, per passage
+    giving = 0  # units of the top passages that give a value of the kind
     echoed = {w.written.lower() for w in subject}
     for rank, hit in enumerate(evidence.top):
         for unit in units(hit):
             if not any(gives(kind, unit, echoed) for kind in kinds):
                 continue
-            giving[rank] += 1
+            giving += 1
             if not subject:
                 return None  # a value is given; whose, the question does not say
             read = Read(unit, rank)
@@ -79,7 +78,7 @@ def run(evidence: Evidence) -> Reason | None:
         return None
     if best[0] > COVERED or unjudged:
         return None
-    if (sum(giving) if ACROSS else giving[best[1].rank]) < NEIGHBOURS:
+    if giving < NEIGHBOURS:
         return None  # the passage gives one such value: no neighbour's beside it
     _, read, missing = best
     missing.sort(key=lambda w: -weight[w.written])
@@ -215,4 +214,4 @@ def _named(unit: Unit) -> str:
 # folders and the answer sets) declining for a neighbour's value, or for a kind of value
 # only this check reads (a phone number, a port), cost more right answers than it won
 # (BENCHMARKS.md). The answer stands, with a warning naming whose value it is.
-CHECK = Simple("neighbour", run, None, advises=("neighbour", "lacking") if ADVISES else ())
+CHECK = Simple("neighbour", run, None, advises=("neighbour", "lacking"))
