@@ -442,3 +442,13 @@ def test_the_openai_backend(openai_server: OpenAIServer) -> None:
     assert client.batch_size == 64
     client.embed(["x"])
     assert openai_server.requests[0].body["model"] == "text-embedding-3-small"
+
+
+def test_embedders_of_one_process_share_the_loaded_models() -> None:
+    """Every index a process opens (a server's, a benchmark's, a test's) shares one loaded
+    copy of each model: USE takes seconds to load; options that differ load another."""
+    from askmd.index.embedder import MultilingualEmbedder
+
+    assert LocalEmbedder()._session is LocalEmbedder()._session
+    assert LocalEmbedder(threads=1)._session is not LocalEmbedder()._session
+    assert MultilingualEmbedder()._model is MultilingualEmbedder()._model

