@@ -80,6 +80,7 @@ def filters(
     until: str | None = None,
     where: Iterable[str] | None = None,
     where_name: str = "--where",
+    folders: Iterable[str] | None = None,
 ) -> retriever.Filters | None:
     """Search filters from what a user gave (a path glob, a heading level, tags: `#project`
     also takes `#project/alpha`), or None; a bad level is refused in one line that calls
@@ -96,11 +97,12 @@ def filters(
     if since and until and since > until:
         raise BadRequest(f"since {since} is after until {until}: nothing could match")
     conditions = where_conditions.parse_all(where, where_name)
-    if not (source or heading_level or wanted or since or until or conditions):
+    within = tuple(dict.fromkeys(f.strip() for f in folders or () if f.strip()))
+    if not (source or heading_level or wanted or since or until or conditions or within):
         return None
     return retriever.Filters(
         source=source or "", heading_level=heading_level or 0, tags=wanted, since=since,
-        until=until, where=conditions,
+        until=until, where=conditions, folders=within,
     )  # fmt: skip
 
 

@@ -19,7 +19,9 @@ from typing import Any
 
 from dotenv import dotenv_values
 
+from askmd import folders as folder_list
 from askmd.errors import AskmdError
+from askmd.folders import Folder
 from askmd.index import index_home
 
 MIN_CHUNK_SIZE = 100
@@ -70,6 +72,10 @@ class Settings:
     rerank: str = ""  # "llm": the chat model reorders the top candidates before answering
     rerank_model: Path | None = None  # a folder with an ONNX cross-encoder, to rerank with
     search_rewrite: bool = False  # the chat model restates each question before the search
+    # Every folder answered from, when there are several (--knowledge repeated, or a list
+    # in ASKMD_KNOWLEDGE_DIR: folders.py); knowledge_dir is then the first. Set from
+    # knowledge_dir's own setting, so it has no variable of its own (DERIVED).
+    folders: tuple[Folder, ...] = ()
 
     def __post_init__(self) -> None:
         if self.index_dir is None:
@@ -88,9 +94,16 @@ class Settings:
         return int(self.max_file_mb * 1024 * 1024)
 
 
+# Fields set from another field's setting, with no variable of their own.
+DERIVED = frozenset({"folders"})
+
 # Field -> (environment variable, one-line meaning). The order is the order of .env.example.
 DOCS: dict[str, tuple[str, str]] = {
-    "knowledge_dir": ("ASKMD_KNOWLEDGE_DIR", "folder of Markdown notes to answer from"),
+    "knowledge_dir": (
+        "ASKMD_KNOWLEDGE_DIR",
+        "folder of Markdown notes to answer from; several joined by ':' (';' on Windows), "
+        "each PATH or LABEL=PATH",
+    ),
     "index_dir": (
         "ASKMD_INDEX_DIR",
         "where the index (Chroma, manifest, embedding cache) is kept; empty: one per knowledge "
@@ -213,6 +226,11 @@ FLAGS = {
 }
 
 
+def variable_fields(cls: type) -> list:
+    """The fields a variable sets (all but the DERIVED)."""
+    return [f for f in fields(cls) if f.name not in DERIVED]
+
+
 def env_name(field_name: str) -> str:
     return DOCS[field_name][0]
 
@@ -252,7 +270,7 @@ def _flag(value: str) -> bool:
 
 
 _PARSERS: dict[str, Callable[[str], Any]] = {
-    "knowledge_dir": lambda v: Path(v.strip()).expanduser(),
+    "knowledge_dir": lambda v: folder_list.parse(folder_list.split_listed(v)),
     "index_dir": lambda v: Path(v.strip()).expanduser(),
     "embedding_backend": lambda v: v.strip().lower(),
     "embedding_model": _text,
@@ -340,7 +358,7 @@ def load_settings(
     values: dict[str, Any] = {}
     origin: dict[str, str] = {}
     problems: list[str] = []
-    for f in fields(Settings):
+    for f in variable_fields(Settings):
         name = env_name(f.name)
         for layer_name, layer in reversed(layers):  # the highest layer that sets it wins
             raw = layer.get(name)
@@ -357,9 +375,21 @@ def load_settings(
         warn(f"unknown settings ignored: {unknown}")
     for key, value in (overrides or {}).items():
         if value is not None:
+            flag = FLAGS.get(key, "--" + key.replace("_", "-"))
+            shown = ",".join(map(str, value)) if isinstance(value, tuple) else value
+            if key == "knowledge_dir":  # the folders typed, each PATH or LABEL=PATH
+                try:
+                    value = folder_list.parse((value,) if isinstance(value, str | Path) else value)
+                except ValueError as exc:
+                    problems.append(f"{flag} {exc}")
+                    continue
             values[key] = value
-            shown = ",".join(value) if isinstance(value, tuple) else value
-            origin[key] = f"{FLAGS.get(key, '--' + key.replace('_', '-'))} {shown}"
+            origin[key] = f"{flag} {shown}"
+    if given := values.pop("knowledge_dir", None):
+        values["knowledge_dir"] = given[0].path
+        values["folders"] = given if len(given) > 1 else ()
+        if len(given) > 1:
+            origin.pop("knowledge_dir", None)  # each folder is checked on its own, below
     settings = Settings(**values)
     problems += _validate(settings, origin, need_knowledge_dir)
     if problems:
@@ -375,7 +405,7 @@ NOT_SETTINGS = frozenset({"ASKMD_TODAY"})
 def _unknown_names(layers: list[tuple[str, Mapping[str, str | None]]]) -> str:
     """Each ASKMD_* name no setting reads, where it was set, and the nearest known name:
     a misspelled setting is otherwise ignored without a word."""
-    known = {env_name(f.name)[len("ASKMD_") :]: env_name(f.name) for f in fields(Settings)}
+    known = {env_name(f.name)[len("ASKMD_") :]: env_name(f.name) for f in variable_fields(Settings)}
     found: dict[str, str] = {}
     for layer_name, layer in layers:
         for name in layer:
@@ -461,6 +491,14 @@ def _validate(s: Settings, origin: dict[str, str], need_knowledge_dir: bool) -> 
         problems.append(f"{where('max_file_mb')}: the size limit must be above 0")
     if s.watch_poll < 0:
         problems.append(f"{where('watch_poll')}: the interval cannot be negative (0 = notify)")
+    if s.folders:  # several: one missing is said when opened, the others still answer
+        if need_knowledge_dir and not any(f.path.is_dir() for f in s.folders):
+            listed = ", ".join(str(f.path) for f in s.folders)
+            problems.append(
+                f"none of the knowledge folders exists ({listed}): point "
+                f"{env_name('knowledge_dir')} or --knowledge at your notes"
+            )
+        return problems
     if need_knowledge_dir and not s.knowledge_dir.is_dir():
         exists = s.knowledge_dir.exists()
         what = "is not a folder" if exists else "does not exist"

@@ -56,7 +56,7 @@ class Lookup:
         if named is not None:  # the day asked about: which passages are its entries
             from askmd.answer.dated import entries
 
-            hits = entries(hits, self.searcher.access.settings.knowledge_dir)
+            hits = entries(hits, self.searcher.root)
         self.hits = list(hits)
         if self.searched is not None:
             self.searched(query, list(self.hits))
@@ -79,9 +79,12 @@ def _saved_answers_in(hits: list[retriever.Hit], filters: retriever.Filters | No
 
 
 class Answerer:
-    def __init__(self, access: IndexAccess, searcher: Searcher) -> None:
-        self.access = access
+    def __init__(
+        self, access: IndexAccess, searcher: Searcher, indexes: list[IndexAccess] | None = None
+    ) -> None:
+        self.access = access  # its settings, its loading and the models it embeds with
         self.searcher = searcher
+        self.indexes = indexes or [access]  # whose notes the judge reads
         self.settings = access.settings
         self.local_server = None  # a local model's llama.cpp server, once started
 
@@ -154,32 +157,52 @@ class Answerer:
         return result
 
     def grounding(self) -> grounding.Grounding:
-        """What judges whether passages answer a question, over this index."""
+        """What judges whether passages answer a question, over this index (or, several
+        folders answered as one, over all of theirs: a term is rare when it is rare in
+        them together, and mentioned when any of them mentions it)."""
         from askmd.answer import grounding
+        from askmd.index.manifest_keywords import bm25_idf
 
-        a = self.access
+        every = self.indexes
+
+        def held() -> list:
+            return [a for a in every if a.has_index()]  # a folder with no notes has none
 
         def idf(terms: list[str], cjk: bool | None) -> dict[str, float]:
-            with a.lock.reading():
-                return a.manifest.idf(terms, cjk)
+            if len(every) == 1:
+                with every[0].lock.reading():
+                    return every[0].manifest.idf(terms, cjk)
+            counts, total = dict.fromkeys(terms, 0), 0
+            for a in held():
+                with a.lock.reading():
+                    found, count = a.manifest.frequencies(terms, cjk)
+                total += count
+                for term, n in found.items():
+                    counts[term] = counts.get(term, 0) + n
+            return {t: bm25_idf(n, max(total, 1)) for t, n in counts.items()}
 
         def mentioned(terms: list[str]) -> set[str]:
-            if not a.has_index():  # a folder with no notes has no index, nor gets one
-                return set()
-            with a.lock.reading():
-                return a.manifest.mentioned(terms)
+            found: set[str] = set()
+            for a in held():
+                with a.lock.reading():
+                    found |= a.manifest.mentioned(terms)
+            return found
 
         def together(terms: list[str]) -> bool:
-            with a.lock.reading():
-                return a.manifest.together(terms)
+            for a in held() if len(every) > 1 else every:
+                with a.lock.reading():
+                    if a.manifest.together(terms):
+                        return True
+            return False
 
         def chinese_notes() -> bool:
-            if not a.has_index():
-                return False
-            with a.lock.reading():
-                return a.manifest.non_cjk_share() < 1.0
+            for a in held():
+                with a.lock.reading():
+                    if a.manifest.non_cjk_share() < 1.0:
+                        return True
+            return False
 
-        english, multilingual = grounding.local_models(a.embedder)
+        english, multilingual = grounding.local_models(self.access.embedder)
         return grounding.Grounding(
             english,
             multilingual,

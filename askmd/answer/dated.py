@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -68,7 +68,7 @@ def days_of(sentence: str, hit: Hit) -> list[str]:
 FRONT_MATTER_BYTES = 65536  # read of a note to find its front matter's `date:`
 
 
-def entries(hits: Sequence[Hit], root: Path) -> list[Hit]:
+def entries(hits: Sequence[Hit], root: Callable[[Hit], Path]) -> list[Hit]:
     """The passages an answer reads, each dated only when it is an entry of that day: a
     dated heading above it, a daily note's name, or front matter `date:` (the day the note
     is about). A date from `created:` or `updated:` only, stamped on every note of many
@@ -81,7 +81,7 @@ def entries(hits: Sequence[Hit], root: Path) -> list[Hit]:
         headings = hit.heading_chain.split(" > ") if hit.heading_chain else []
         entry = hit.date is None or note_dates.from_name(hit.source) == hit.date
         if not entry and not any(note_dates.leading(h) == hit.date for h in headings):
-            if _about(root / hit.source, hit.date) != hit.date:
+            if _about(root(hit) / hit.source, hit.date) != hit.date:
                 hit = dataclasses.replace(hit, date=None)
         kept.append(hit)
     return kept

@@ -142,18 +142,7 @@ def extractive(
         if n not in seen:
             seen.add(n)
             hit = hits[n - 1]
-            refs.append(
-                Reference(
-                    n,
-                    hit.source,
-                    hit.heading_chain,
-                    hit.line_start,
-                    hit.line_end,
-                    trim(best[n]),
-                    hit.page_start,
-                    hit.page_end,
-                )  # fmt: skip
-            )
+            refs.append(Reference.of(n, hit, trim(best[n])))
     return "\n".join(lines), refs
 
 

@@ -41,6 +41,12 @@ def build_messages(question: str, hits: list[Hit], query: str = "") -> list[dict
         for n, hit in enumerate(hits, start=1)
     )
     asked = f"Question: {question}"
+    described = {h.folder: h.folder_description for h in hits if h.folder}
+    if described:  # several folders: what each holds, in its owner's words
+        listed = "\n".join(
+            f"- {label}: {text or '(no description)'}" for label, text in described.items()
+        )
+        sources += f"\n\nThe sources come from these folders of notes:\n{listed}"
     if query and query != question:
         asked += f"\n(In this conversation that means: {query})"
     return [
@@ -53,8 +59,8 @@ def _label(hit: Hit) -> str:
     chain = f" › {hit.heading_chain}" if hit.heading_chain else ""
     pages = pages_label(hit.page_start, hit.page_end)
     if pages:
-        return f"{hit.source} {pages}{chain}"
-    return f"{hit.source}{chain} (lines {hit.line_start}–{hit.line_end})"
+        return f"{hit.shown_source} {pages}{chain}"
+    return f"{hit.shown_source}{chain} (lines {hit.line_start}–{hit.line_end})"
 
 
 def rewrite_messages(question: str, history: list[Turn]) -> list[dict]:

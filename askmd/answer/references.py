@@ -52,16 +52,5 @@ def references(text: str, cited: list[int], hits: list[Hit]) -> list[Reference]:
     for n in cited:
         hit = hits[n - 1]
         fragment = _best_fragment(hit, " ".join(claims[n]))
-        out.append(
-            Reference(
-                n,
-                hit.source,
-                hit.heading_chain,
-                hit.line_start,
-                hit.line_end,
-                fragment,
-                hit.page_start,
-                hit.page_end,
-            )  # fmt: skip
-        )
+        out.append(Reference.of(n, hit, fragment))
     return out

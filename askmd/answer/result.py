@@ -35,6 +35,19 @@ class Reference:
     # False: the answer cites this passage for a sentence it does not say (checked after
     # an LLM's reply); None: not checked (an extractive answer quotes the passage itself)
     supported: bool | None = None
+    folder: str = ""  # the label of its folder, when several are answered from
+
+    @property
+    def shown_source(self) -> str:
+        return f"{self.folder}:{self.source}" if self.folder else self.source
+
+    @classmethod
+    def of(cls, n: int, hit: Hit, text: str) -> Reference:
+        """Passage `n` of an answer, `hit`, cited for the fragment `text`."""
+        return cls(
+            n, hit.source, hit.heading_chain, hit.line_start, hit.line_end, text,
+            hit.page_start, hit.page_end, folder=hit.folder,
+        )  # fmt: skip
 
     def to_json(self) -> dict:
         return {
@@ -47,7 +60,7 @@ class Reference:
             "page_end": self.page_end,
             "text": self.text,
             "supported": self.supported,
-        }
+        } | ({"folder": self.folder} if self.folder else {})
 
 
 def pointer(hit: Hit) -> dict:
@@ -57,7 +70,7 @@ def pointer(hit: Hit) -> dict:
         "heading_chain": hit.heading_chain,
         "line_start": hit.line_start,
         "line_end": hit.line_end,
-    }
+    } | ({"folder": hit.folder} if hit.folder else {})
 
 
 @dataclass

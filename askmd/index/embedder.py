@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -148,7 +150,7 @@ class LocalEmbedder:
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Questions -> vectors; MiniLM uses no query prefix, so this is embed()."""
-        return self.embed(texts)
+        return remembered(self._session, self.embed, texts)
 
 
 @functools.cache
@@ -238,7 +240,7 @@ class MultilingualEmbedder:
         return _in_batches(self._model.encode, texts, self.batch_size, 512)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self.embed(texts)
+        return remembered(self._model, self.embed, texts)
 
 
 @functools.cache
@@ -281,6 +283,40 @@ class E5Embedder:
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return _in_batches(self._model.query, texts, self.batch_size, 384)
+
+
+QUESTIONS_KEPT = 256  # question vectors kept per process (a few kilobytes each)
+_asked: OrderedDict[tuple[int, str], np.ndarray] = OrderedDict()
+_asked_lock = threading.Lock()
+
+
+def forget_questions() -> None:
+    """Forget every question's vector (a bench times a question as if it were new)."""
+    with _asked_lock:
+        _asked.clear()
+
+
+def remembered(model: object, embed: Callable, texts: Sequence[str]) -> np.ndarray:
+    """Questions' vectors from `embed`, each computed once per loaded `model`: one question
+    is embedded by every index it searches (several folders at once, a search repeated
+    without the saved answers, /debug after an answer), and each time it was a model run."""
+    texts = as_list(texts)
+    if not texts:
+        return embed(texts)
+    key = id(model)
+    with _asked_lock:
+        missing = [t for t in dict.fromkeys(texts) if (key, t) not in _asked]
+    made = dict(zip(missing, embed(missing), strict=True)) if missing else {}
+    with _asked_lock:
+        for text, vector in made.items():
+            _asked[(key, text)] = vector
+        for text in texts:
+            if (key, text) in _asked:
+                _asked.move_to_end((key, text))
+        rows = [made[t] if t in made else _asked[(key, t)] for t in texts]
+        while len(_asked) > QUESTIONS_KEPT:
+            _asked.popitem(last=False)
+    return np.stack(rows)
 
 
 def _in_batches(encode, texts: Sequence[str], batch_size: int, dimension: int) -> np.ndarray:

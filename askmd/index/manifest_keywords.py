@@ -282,9 +282,7 @@ class KeywordPostings(ManifestDB):
 
     @staticmethod
     def _idf(n: int, count: int) -> float:
-        """BM25's inverse document frequency of a term in `n` of `count` chunks."""
-        n = min(n, count)
-        return math.log(1 + (count - n + 0.5) / (n + 0.5))
+        return bm25_idf(n, count)
 
     def _keyword_cache(self) -> dict:
         """Collection statistics, kept while the index's generation stays the same (every
@@ -360,3 +358,9 @@ def _forms(term: str) -> list[tuple[str, str]]:
     (`python3`, `python-dotenv`, `python_version`), not by letters (`consult` of `consul`):
     "-./0-9:" are one run of code points, from "-" to ":"; "_" stands apart."""
     return [(term, term + "\0"), (term + "-", term + ";"), (term + "_", term + "`")]
+
+
+def bm25_idf(n: int, count: int) -> float:
+    """BM25's inverse document frequency of a term in `n` of `count` chunks."""
+    n = min(n, count)
+    return math.log(1 + (count - n + 0.5) / (n + 0.5))

@@ -239,7 +239,7 @@ def show_references(references: list[Reference]) -> None:
         out.print(
             Text.assemble(
                 (f"[{ref.n}] ", CITATION_STYLE),
-                (clean(ref.source), "bold"),
+                (clean(ref.shown_source), "bold"),
                 (pages(ref.page_start, ref.page_end), "green"),
                 clean(chain),
                 lines(ref),
@@ -261,7 +261,7 @@ def show_nearest(hits) -> None:
         out.print(
             Text.assemble(
                 "  ",
-                (clean(hit.source), "bold"),
+                (clean(hit.shown_source), "bold"),
                 (pages(hit.page_start, hit.page_end), "green"),
                 clean(chain),
                 lines(hit),

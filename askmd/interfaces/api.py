@@ -35,6 +35,7 @@ from askmd.interfaces.syncing import Syncer
 from askmd.pipeline import Index
 from askmd.search import retriever
 from askmd.search import where as where_conditions
+from askmd.shelf import each_folder
 
 if TYPE_CHECKING:
     from askmd.interfaces.mcp_server import NotesServer
@@ -68,11 +69,15 @@ class FiltersBody(_Body):
         description="conditions on the notes' front matter, all of which must hold: KEY=VALUE, "
         "KEY!=VALUE, KEY>=VALUE, KEY<=VALUE or KEY~TEXT (contains)",
     )  # fmt: skip
+    folders: list[str] | None = Field(
+        None, max_length=20, examples=[["work"]],
+        description="only these folders' notes, by label, when several are served",
+    )  # fmt: skip
 
     def filters(self) -> retriever.Filters | None:
         return pipeline.filters(
             self.source, self.heading_level, tags=self.tag, since=self.since, until=self.until,
-            where=self.where, where_name="filters.where",
+            where=self.where, where_name="filters.where", folders=self.folders,
         )  # fmt: skip
 
 
@@ -86,6 +91,10 @@ class IngestBody(_Body):
         "file_name",
     )  # fmt: skip
     file_name: str | None = Field(None, description="where to write content, e.g. guides/vpn.md")
+    folder: str | None = Field(
+        None, description="the label of the folder to write into, when several are served "
+        "(default: the first)",
+    )  # fmt: skip
 
 
 class SearchBody(_Body):
@@ -140,7 +149,7 @@ def create_app(
     settings = index.settings
     # Notes saved on disk: the watcher applies them (serve starts it); with ASKMD_WATCH=0 a
     # search or ask still wakes a background re-scan now and then.
-    syncer = None if settings.watch else Syncer(index)
+    syncers = [] if settings.watch else [Syncer(each) for _, each in each_folder(index)]
     app = FastAPIOffline(
         title="askmd",
         summary="Cited answers from a folder of Markdown notes.",
@@ -197,14 +206,18 @@ def create_app(
 
     @app.get("/api/v1/collections", tags=["index"])
     def collections() -> dict:
-        """The index's collection with its documents and their chunk counts."""
-        info = index.graph.stats()
-        files = index.manifest.files() if info["files"] else {}
-        return {
-            "collections": [
+        """The index's collection with its documents and their chunk counts: one per
+        folder, with its label and description, when several are served."""
+        found = []
+        for label, each in each_folder(index):
+            info = each.graph.stats()
+            files = each.manifest.files() if info["files"] else {}
+            labelled = {"label": label, "description": _described(index, label)} if label else {}
+            found.append(
                 {
-                    "name": settings.collection,
-                    "knowledge_dir": str(settings.knowledge_dir),
+                    "name": each.settings.collection,
+                    **labelled,
+                    "knowledge_dir": str(each.settings.knowledge_dir),
                     "embedder": info["embedder"],
                     "dimension": info["dimension"],
                     "files": info["files"],
@@ -214,8 +227,8 @@ def create_app(
                         for source, rec in sorted(files.items())
                     ],
                 }
-            ]
-        }
+            )
+        return {"collections": found}
 
     @app.post("/api/v1/ingest", tags=["notes"])
     def ingest(body: IngestBody) -> dict:
@@ -238,7 +251,7 @@ def create_app(
                 raise BadRequest("content_base64 is not valid base64") from None
 
         return folder.ingest(
-            index,
+            _written(index, body.folder),
             file_path=body.file_path,
             content=body.content if data is None else data,
             file_name=body.file_name,
@@ -251,14 +264,15 @@ def create_app(
         """Remove a note: it moves to the trash folder inside the index folder (nothing
         is lost) and its chunks leave the index."""
 
-        return folder.delete(index, file, queue=WRITER_WAIT_SECONDS, wait=LOCK_WAIT_SECONDS)
+        into, file = _written_note(index, file)
+        return folder.delete(into, file, queue=WRITER_WAIT_SECONDS, wait=LOCK_WAIT_SECONDS)
 
     @app.post("/api/v1/search", tags=["questions"])
     def search(body: SearchBody) -> dict:
         """The chunks that best match the query: the `search --json` object."""
         if not body.query.strip():
             raise BadRequest("the query is empty")
-        if syncer is not None:
+        for syncer in syncers:
             syncer.poke()
         filters = body.filters.filters() if body.filters else None
         hits = index.search(body.query, body.top_k or settings.top_k, filters=filters)
@@ -284,7 +298,7 @@ def create_app(
         references), or an `error` event."""
         if not body.question.strip():
             raise BadRequest("the question is empty")
-        if syncer is not None:
+        for syncer in syncers:
             syncer.poke()
         history = turns(body.history)
         k = body.top_k or settings.top_k
@@ -303,6 +317,30 @@ def create_app(
 # Pydantic's wording for the two mistakes clients make most, in plainer words.
 WORDING = {"missing": "field required", "extra_forbidden": "unknown field"}
 MAX_PROBLEMS = 8  # listed in the one line; the rest are counted
+
+
+def _described(index, label: str) -> str:
+    return index.folder(label).description
+
+
+def _written(index, label: str | None) -> Index:
+    """The folder a note is written into: the one, or of several the one labelled so (the
+    first when none is named)."""
+    if isinstance(index, Index):
+        if label:
+            raise BadRequest("folder: only one folder is served")
+        return index
+    return index.folder(label).index if label else index.folders[0].index
+
+
+def _written_note(index, file: str) -> tuple[Index, str]:
+    """The folder of a note to delete: `LABEL:PATH` when several are served."""
+    if isinstance(index, Index):
+        return index, file
+    label, colon, rest = file.partition(":")
+    if not colon or label not in index.labels:
+        raise BadRequest(f"{file!r}: name the note as LABEL:PATH ({', '.join(index.labels)})")
+    return index.folder(label).index, rest
 
 
 def _validation_message(exc: RequestValidationError) -> str:

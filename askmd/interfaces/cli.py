@@ -56,6 +56,13 @@ def _add_filters(command: argparse.ArgumentParser) -> None:
     )
     _add_where(command)
     command.add_argument(
+        "--in",
+        dest="within",
+        action="append",
+        metavar="LABEL",
+        help="only the notes of the folder labelled LABEL, when several are given; repeat for more",
+    )
+    command.add_argument(
         "--since", metavar="DATE", help="only notes and entries dated DATE or later (YYYY-MM-DD)"
     )
     command.add_argument(
@@ -79,8 +86,10 @@ def _add_global_options(parser: argparse.ArgumentParser, after_command: bool = F
     unset = {"default": argparse.SUPPRESS} if after_command else {}
     parser.add_argument(
         "--knowledge",
+        action="append",
         metavar="DIR",
-        help="folder of notes (default: ASKMD_KNOWLEDGE_DIR or knowledge/)",
+        help="folder of notes; repeat it to answer from several, each DIR or LABEL=DIR "
+        "(default: ASKMD_KNOWLEDGE_DIR or knowledge/)",
         **unset,
     )
     parser.add_argument(
@@ -332,7 +341,7 @@ def main(argv: list[str] | None = None, prog: str = "rag.py") -> int:
     wording.started_as = "python rag.py" if prog == "rag.py" else prog
     try:
         overrides = {
-            "knowledge_dir": Path(args.knowledge) if args.knowledge else None,
+            "knowledge_dir": tuple(args.knowledge) if args.knowledge else None,
             "index_dir": Path(args.index_dir) if args.index_dir else None,
             "top_k": getattr(args, "k", None),
             "chunk_size": getattr(args, "size", None),
@@ -345,7 +354,8 @@ def main(argv: list[str] | None = None, prog: str = "rag.py") -> int:
             warn=console.warning,
         )
         run = getattr(args, "run", None) or _repl()
-        if run is not cmd_chunk:  # an index holding another folder's notes is never wiped
+        if run is not cmd_chunk and not settings.folders:  # (several: checked as each opens)
+            # an index holding another folder's notes is never wiped
             rebuild = getattr(args, "rebuild", False)
             index_home.check_owner(settings.index_dir, settings.knowledge_dir, rebuild)
         return run(args, settings)

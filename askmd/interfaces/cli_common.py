@@ -9,20 +9,56 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from askmd import shelf
 from askmd.interfaces import answer_display, console
+from askmd.pipeline import Index
 from askmd.read import vault
 
 if TYPE_CHECKING:
     from askmd.answer.result import Answer
     from askmd.index.sync_report import SyncReport
-    from askmd.pipeline import Index
     from askmd.search.hits import Filters
+    from askmd.shelf import Shelf
 
 
-def show_sync(index: Index, report: SyncReport | None) -> None:
-    """What a sync did, in one line (and its warnings), on stderr."""
-    if report is not None:
+def show_sync(index: Index | Shelf, report: SyncReport | list | None) -> None:
+    """What a sync did, in one line (and its warnings), on stderr; a line a folder when
+    several are answered from (`report` is then Shelf.sync_to_read's list)."""
+    if isinstance(report, list):
+        for shelved, each in report:
+            if each is not None:
+                console.show_sync(each, shelved.path, index.settings.include, shelved.label)
+    elif report is not None:
         console.show_sync(report, index.settings.knowledge_dir, index.settings.include)
+
+
+def sync_to_read(index: Index | Shelf, progress: bool = True, **options):
+    """The sync before a search or an answer, shown with progress on a terminal."""
+    shown = console.SyncProgress if progress else lambda: None
+    if isinstance(index, Index):
+        return index.keeper.sync_to_read(shown(), warn=console.warning, **options)
+    return index.sync_to_read(shown, warn=console.warning, **options)
+
+
+def progress(index: Index | Shelf):
+    """A sync's progress display: one for a folder, a maker of one per folder for several."""
+    return console.SyncProgress() if isinstance(index, Index) else console.SyncProgress
+
+
+def live(index: Index | Shelf, **options):
+    """The index kept live while an interface runs (live.py): a LiveIndex, or a LiveShelf
+    with one per folder."""
+    from askmd.interfaces.live import LiveIndex, LiveShelf
+
+    return LiveIndex(index, **options) if isinstance(index, Index) else LiveShelf(index, **options)
+
+
+def open_notes(settings, filters: Filters | None = None, **options) -> Index | Shelf:
+    """The folder's index, or the shelf of several folders (a missing one said in a line);
+    a folder `filters` names that is not one of them is refused before any indexing."""
+    opened = shelf.open_notes(settings, warn=console.warning, **options)
+    shelf.folders_of(opened, filters)
+    return opened
 
 
 def ask(
@@ -76,7 +112,7 @@ def kept_on_ctrl_c(index: Index) -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt:
-        stats = index.graph.stats()
+        stats = index.graph.stats() if isinstance(index, Index) else index.stats()
         console.interrupted(stats["chunks"], stats["chunks_embedded"])
         raise
 
@@ -92,7 +128,7 @@ def unknown_filter(index: Index, filters: Filters | None) -> str:
 
 
 def unknown_key(index: Index, where: tuple) -> str:
-    have = index.manifest.property_keys()
+    have = index.property_keys() if not isinstance(index, Index) else index.manifest.property_keys()
     for condition in where:
         if condition.key not in have:
             near = difflib.get_close_matches(condition.key, list(have), n=3, cutoff=0.6)
@@ -106,7 +142,7 @@ def unknown_key(index: Index, where: tuple) -> str:
 def _unknown_tag(index: Index, wanted: tuple[str, ...]) -> str:
     """Why a tag filter found nothing when no note has the tag: with the nearest tags (or
     those there are), as a misspelled tag is the likely cause."""
-    have = index.manifest.tags()
+    have = index.tags() if not isinstance(index, Index) else index.manifest.tags()
     for tag in wanted:
         if not vault.tag_matches(tag, have):
             near = difflib.get_close_matches(tag, sorted(have), n=3, cutoff=0.6)

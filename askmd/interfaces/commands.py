@@ -6,6 +6,7 @@ arguments and the Settings (cli.py parses them and is the error boundary).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -14,12 +15,12 @@ from askmd.errors import AskmdError
 from askmd.index import index_home
 from askmd.interfaces import answer_display, cli_common, console, found_display
 from askmd.interfaces.cli_common import kept_on_ctrl_c, save, show_sync, stream_answer
-from askmd.interfaces.live import LiveIndex
 from askmd.pipeline import Index
 from askmd.read import chunker, notes
 from askmd.search import retriever
 from askmd.search import where as where_conditions
 from askmd.settings import Settings
+from askmd.shelf import each_folder
 
 
 def cmd_chunk(args: argparse.Namespace, settings: Settings) -> int:
@@ -80,20 +81,33 @@ def _source_of(path: Path, knowledge_dir: Path) -> tuple[Path, str]:
 
 
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
-    """Bring the index in step with the knowledge folder."""
-    index = Index(settings)
-    with kept_on_ctrl_c(index):
-        report = index.sync(
-            rebuild=args.rebuild,
-            progress=console.SyncProgress(),
-            on_wait=console.warning,
-            vectors=not args.keyword_only,
-            emptying=True,  # asked for by hand: a folder emptied on purpose empties the index
+    """Bring the index in step with the knowledge folder (each folder's, when several)."""
+    opened = cli_common.open_notes(settings, rebuild=args.rebuild)
+    shelved = (
+        [(None, opened)] if isinstance(opened, Index) else [(f, f.index) for f in opened.folders]
+    )
+    reports = []
+    for folder, index in shelved:
+        with kept_on_ctrl_c(index):
+            report = index.sync(
+                rebuild=args.rebuild,
+                progress=console.SyncProgress(),
+                on_wait=console.warning,
+                vectors=not args.keyword_only,
+                emptying=True,  # asked for by hand: a folder emptied on purpose empties it
+            )
+        reports.append((folder, report))
+    if isinstance(opened, Index):
+        if args.json:
+            console.print_json(reports[0][1].to_json())
+        else:
+            show_sync(opened, reports[0][1])
+    elif args.json:
+        console.print_json(
+            {"folders": [{"label": f.label, **report.to_json()} for f, report in reports]}
         )
-    if args.json:
-        console.print_json(report.to_json())
     else:
-        show_sync(index, report)
+        show_sync(opened, reports)
     return 0
 
 
@@ -103,9 +117,9 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         raise AskmdError(f'the query is empty: {wording.command("search")} "metrics port"')
     pipeline.check_question(args.query, "the query")  # before any indexing, as below
     filters = _filters(args)  # a bad filter is reported before any indexing
-    index = Index(settings)
+    index = cli_common.open_notes(settings, filters)
     with kept_on_ctrl_c(index):
-        report = index.keeper.sync_to_read(console.SyncProgress(), warn=console.warning)
+        report = cli_common.sync_to_read(index)
     if not args.json:
         show_sync(index, report)
     hits = index.search(args.query, args.k or settings.top_k, filters=filters)
@@ -133,11 +147,9 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         from askmd.answer import saving
 
         saving.check_target(args.save)  # before the work, not after it
-    index = Index(settings, loading=console.status)
+    index = cli_common.open_notes(settings, filters, loading=console.status)
     with kept_on_ctrl_c(index):
-        report = index.keeper.sync_to_read(
-            None if args.json else console.SyncProgress(), warn=console.warning
-        )
+        report = cli_common.sync_to_read(index, progress=not args.json)
     if not args.json:
         show_sync(index, report)
     k = args.k or settings.top_k
@@ -202,23 +214,26 @@ def _filters(args: argparse.Namespace) -> retriever.Filters | None:
     since, until = getattr(args, "since", None), getattr(args, "until", None)
     return pipeline.filters(
         source, level, name="--heading-level", tags=tags, since=since, until=until,
-        where=getattr(args, "where", None),
+        where=getattr(args, "where", None), folders=getattr(args, "within", None),
     )  # fmt: skip
 
 
 def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     """What is indexed, read from the manifest (fast: Chroma is not opened)."""
+    opened = cli_common.open_notes(settings)
     if args.files:
         from askmd.index import status
 
-        index = Index(settings)
-        found = status.files(settings, index.manifest if index.has_index() else None)
+        found = []
+        for label, index in each_folder(opened):
+            rows = status.files(index.settings, index.manifest if index.has_index() else None)
+            found += [{"folder": label, **row} if label else row for row in rows]
         if args.json:
             console.print_json({"files": found})
         else:
             console.show_file_status(found)
         return 0
-    stats = Index(settings).graph.stats()
+    stats = opened.graph.stats() if isinstance(opened, Index) else opened.stats()
     if args.json:
         console.print_json(stats)
     else:
@@ -228,7 +243,7 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_links(args: argparse.Namespace, settings: Settings) -> int:
     """A note's outgoing links (broken ones marked) and the notes that link to it."""
-    found = Index(settings).graph.links(args.note)
+    found = cli_common.open_notes(settings).graph.links(args.note)
     if args.json:
         console.print_json(found)
         return 0
@@ -244,9 +259,9 @@ def cmd_links(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_related(args: argparse.Namespace, settings: Settings) -> int:
     """Sync, then list the notes most related to one note, and why."""
     where = where_conditions.parse_all(args.where)  # a bad condition before any indexing
-    index = Index(settings)
+    index = cli_common.open_notes(settings)
     with kept_on_ctrl_c(index):
-        report = index.keeper.sync_to_read(console.SyncProgress(), warn=console.warning)
+        report = cli_common.sync_to_read(index)
     if not args.json:
         show_sync(index, report)
     found = index.graph.related(args.note, args.k or pipeline.RELATED_K, where=where)
@@ -265,12 +280,17 @@ def cmd_why(args: argparse.Namespace, settings: Settings) -> int:
 
     pipeline.check_question(args.question)
     filters = _filters(args)
-    index = Index(settings)
+    index = cli_common.open_notes(settings)
     with kept_on_ctrl_c(index):
-        report = index.keeper.sync_to_read(console.SyncProgress(), warn=console.warning)
+        report = cli_common.sync_to_read(index)
     if not args.json:
         show_sync(index, report)
-    found = why.explain(index, args.note, args.question, filters)
+    note = args.note
+    if not isinstance(index, Index):  # several folders: the note's own is asked
+        shelved, note = index.graph.note(note)
+        index = shelved.index
+        filters = dataclasses.replace(filters, folders=()) if filters else None
+    found = why.explain(index, note, args.question, filters)
     if args.json:
         console.print_json(found)
     else:
@@ -353,9 +373,9 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
     change (with --json, one JSON object per line), until Ctrl-C."""
     import json
 
-    index = Index(settings)
+    index = cli_common.open_notes(settings)
     with kept_on_ctrl_c(index):
-        report = index.sync(progress=console.SyncProgress(), on_wait=console.warning)
+        report = index.sync(progress=cli_common.progress(index), on_wait=console.warning)
     if not args.json:
         show_sync(index, report)
 
@@ -366,16 +386,22 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
             sys.stdout.write(f"{change.time[11:]} {change.line()}\n")
         sys.stdout.flush()
 
-    folder = settings.knowledge_dir.resolve()
+    folders = [f"{label}:" if label else "" for label, _ in each_folder(index)]
+    watched = ", ".join(
+        f"{shown}{each.settings.knowledge_dir.resolve()}/"
+        for shown, (_, each) in zip(folders, each_folder(index), strict=True)
+    )
 
     def ready() -> None:
-        sys.stderr.write(f"watching {folder}/ — Ctrl-C to stop\n")
+        sys.stderr.write(f"watching {watched} — Ctrl-C to stop\n")
         sys.stderr.flush()
 
     # A big note saved is searchable by keyword at once; its vectors are stored in the
     # background, a slice at a time, so the notes saved after it are not kept waiting.
-    with LiveIndex(index, on_change=changed, on_notice=console.warning, watch=True) as live:
-        index.keeper.fill_in_background(console.warning)
+    live = cli_common.live(index, on_change=changed, on_notice=console.warning, watch=True)
+    with live:
+        for _, each in each_folder(index):
+            each.keeper.fill_in_background(console.warning)
         live.watch_here(on_ready=ready)
     return 0
 

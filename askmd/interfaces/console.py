@@ -219,8 +219,13 @@ def _left(seconds: float) -> str:
 _warned: set[str] = set()  # sync warnings already shown: each is said once per session
 
 
-def show_sync(report, knowledge_dir=None, include=()) -> None:
-    """The sync's warnings (once per session each), then one line for what it did."""
+def show_sync(report, knowledge_dir=None, include=(), label: str = "") -> None:
+    """The sync's warnings (once per session each), then one line for what it did (led by
+    its folder's `label` when several are answered from)."""
+
+    def say(line: str) -> None:
+        err.print(f"{escape(label)}: {line}" if label else line)
+
     if report.files_scanned == 0 and knowledge_dir is not None:
         warning(
             f"no notes found in {knowledge_dir}/ (looked for {', '.join(include)}). "
@@ -238,25 +243,25 @@ def show_sync(report, knowledge_dir=None, include=()) -> None:
     if report.rebuilt:
         if report.rebuild_reason != "asked for":
             notice(f"rebuilding the index: {report.rebuild_reason}")
-        err.print(f"rebuilt: {_rebuilt(report)}{also} ({report.seconds:.1f} s)")
+        say(f"rebuilt: {_rebuilt(report)}{also} ({report.seconds:.1f} s)")
         return
     touched = report.files_added + report.files_changed + report.files_deleted
     waiting = getattr(report, "chunks_waiting", 0)
     still = f", {waiting:,} waiting for vectors" if waiting else ""
     if not touched and report.chunks_embedded:  # vectors a keyword-only run left waiting
-        err.print(
+        say(
             f"indexed: {report.files_unchanged} unchanged; vectors stored for "
             f"{plural(report.chunks_embedded, 'chunk')} that were waiting{also}; "
             f"{plural(report.chunks_total, 'chunk')} in the index{still} ({report.seconds:.1f} s)"
         )
         return
     if not touched:
-        err.print(
+        say(
             f"[dim]index up to date: {plural(report.files_unchanged, 'file')}, "
             f"{plural(report.chunks_total, 'chunk')}{still}{also} ({report.seconds:.2f} s)[/]"
         )
         return
-    err.print(
+    say(
         f"indexed: {report.files_added} added, {report.files_changed} changed, "
         f"{report.files_deleted} deleted, {report.files_unchanged} unchanged; "
         f"{plural(report.chunks_embedded, 'chunk')} embedded, {report.chunks_deleted} removed"
@@ -363,8 +368,24 @@ def show_read_as(query: str) -> None:
 
 
 def show_stats(stats: dict) -> None:
-    for key, value in stats.items():
-        out.print(f"[bold]{key:<13}[/] {escape(clean(str(value)))}")
+    """Each figure on a line; several folders' one after another, each led by its label
+    and description."""
+    if "folders" not in stats:
+        for key, value in stats.items():
+            out.print(f"[bold]{key:<13}[/] {escape(clean(str(value)))}")
+        return
+    for key in ("files", "chunks", "chunks_embedded"):
+        out.print(f"[bold]{key:<13}[/] {stats[key]} in all")
+    for folder in stats["folders"]:
+        folder = dict(folder)
+        label, description = folder.pop("label"), folder.pop("description")
+        out.print(f"\n[bold]{escape(clean(label))}[/]", soft_wrap=True)
+        if description:
+            out.print(f"[dim]{escape(clean(description))}[/]", soft_wrap=True)
+        show_stats(folder)
+    for gone in stats.get("missing", ()):
+        label, path = escape(clean(gone["label"])), escape(clean(gone["knowledge_dir"]))
+        out.print(f"\n[bold]{label}[/] missing: {path}")
 
 
 def saved(kept) -> None:
@@ -394,7 +415,8 @@ def show_file_status(rows: list[dict]) -> None:
         when = (r["indexed_at"] or "-")[:16].replace("T", " ")
         date = f"{(r['date'] or '-')[:10]:<10}  " if dated else ""
         why = f"  — {reason}" if reason and status == "skipped" else ""
-        write(clean(f"{r['chunks']:>6,}  {when:<16}  {date}{short:<15}  {r['source']}{why}") + "\n")
+        file = f"{r['folder']}:{r['source']}" if r.get("folder") else r["source"]
+        write(clean(f"{r['chunks']:>6,}  {when:<16}  {date}{short:<15}  {file}{why}") + "\n")
     order = ["indexed", "keyword only", "not indexed yet", "skipped"]
     ranked = sorted(counts.items(), key=lambda c: order.index(c[0]) if c[0] in order else 9)
     said = ", ".join(f"{n:,} {status}" for status, n in ranked)

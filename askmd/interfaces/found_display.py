@@ -22,7 +22,7 @@ def show_hits(hits, query: str, full: bool = False) -> None:
         title = Text.assemble(
             (f"[{hit.rank}] ", "bold cyan"),
             (f"{hit.score:.3f} ", "magenta"),
-            (clean(hit.source), "bold"),
+            (clean(hit.shown_source), "bold"),
             (pages(hit.page_start, hit.page_end), "green"),
             (f" › {clean(hit.heading_chain)}" if hit.heading_chain else "", ""),
             lines(hit),
@@ -99,7 +99,7 @@ def show_debug(hits, query: str, backlinks: dict[str, int] | None = None) -> Non
     table.add_column("score", style="magenta", justify="right", no_wrap=True)
     # as wide as the longest path (up to half the screen): a path cut at its hyphens
     # reads as two
-    widest = min(max(len(clean(hit.source)) for hit in hits), max(20, out.width // 2))
+    widest = min(max(len(clean(hit.shown_source)) for hit in hits), max(20, out.width // 2))
     table.add_column("source › heading chain", overflow="fold", width=max(widest, 24))
     table.add_column("lines", style="green", no_wrap=True)
     backlinks = backlinks or {}
@@ -112,7 +112,7 @@ def show_debug(hits, query: str, backlinks: dict[str, int] | None = None) -> Non
         table.add_column("links in", justify="right", no_wrap=True)
     table.add_column("text", ratio=3, style="dim")
     for hit in hits:
-        where = clean(hit.source + (f" › {hit.heading_chain}" if hit.heading_chain else ""))
+        where = clean(hit.shown_source + (f" › {hit.heading_chain}" if hit.heading_chain else ""))
         where += f"\n{_shown_in(hit)}" if hit.shown_in else ""
         snippet = " ".join(clean(hit.text).split())
         snippet = snippet if len(snippet) <= 160 else snippet[:159] + "…"

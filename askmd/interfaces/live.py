@@ -10,6 +10,7 @@ would take the process down with the interpreter, so the process leaves at once 
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -119,3 +120,86 @@ class LiveIndex:
         from askmd.interfaces.watcher import Watcher
 
         return Watcher(self.index, self.on_change, self.on_notice, on_ready=on_ready)
+
+
+class LiveShelf:
+    """Several folders kept live as one: a LiveIndex each (one watcher per folder), synced
+    one after another, stopped together."""
+
+    def __init__(self, shelf, **options) -> None:
+        self.shelf = shelf
+        told = options.pop("on_change", None)
+
+        def labelled(label: str):
+            if told is None:
+                return None
+            return lambda change: told(dataclasses.replace(change, folder=label))
+
+        self.lives = [
+            (f, LiveIndex(f.index, on_change=labelled(f.label), **options)) for f in shelf.folders
+        ]
+        self.started = threading.Event()
+
+    def __enter__(self) -> LiveShelf:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+        leaving.exit_now_if_busy(0)
+
+    @property
+    def watcher(self):
+        """The folders' watchers as one, for what the REPL says between answers."""
+        watchers = [live.watcher for _, live in self.lives if live.watcher is not None]
+        return _Watchers(watchers) if watchers else None
+
+    def sync(self, progress=None, foreground: int | None = None) -> list:
+        """Each folder's start-up sync (LiveIndex.sync); `progress` makes a display each."""
+        try:
+            return [
+                (f, live.sync(progress() if progress else None, foreground))
+                for f, live in self.lives
+            ]
+        finally:
+            self.started.set()
+
+    def watch(self, on_ready: Callable[[], None] | None = None) -> None:
+        for _, live in self.lives:
+            live.watch(on_ready)
+
+    def watch_here(self, on_ready: Callable[[], None] | None = None) -> None:
+        """Watch every folder until Ctrl-C (the `watch` command): each on a thread of its
+        own, this one waiting."""
+        for _, live in self.lives:
+            live.watching = True
+            live.watch()
+        if on_ready is not None:
+            on_ready()
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            pass
+
+    def start_in_background(self, sync: Callable[[], None]) -> threading.Thread:
+        def start() -> None:
+            try:
+                sync()
+            finally:
+                self.started.set()
+                self.watch()
+
+        thread = threading.Thread(target=start, name="askmd-shelf-start", daemon=True)
+        thread.start()
+        return thread
+
+    def stop(self) -> None:
+        for _, live in self.lives:
+            live.stop()
+
+
+class _Watchers:
+    def __init__(self, watchers: list) -> None:
+        self.watchers = watchers
+
+    def take_updated(self) -> list:
+        return [u for w in self.watchers for u in w.take_updated()]

@@ -39,6 +39,7 @@ class ReferenceJson(TypedDict):
     supported: bool | None  # False: the answer cites this passage for what it does not say
 
 
+@with_config(OPEN)
 class PointerJson(TypedDict):
     source: str
     heading_chain: str
@@ -99,6 +100,7 @@ class NoteList(TypedDict):
     notes: list[NoteEntry]
 
 
+@with_config(OPEN)
 class IndexStatus(TypedDict):
     knowledge_dir: str
     files: int

@@ -34,7 +34,7 @@ from pydantic import Field, ValidationError
 from askmd import pipeline
 from askmd.answer.limits import MAX_QUESTION_CHARS
 from askmd.errors import AskmdError, NotFound, first_line
-from askmd.interfaces import console, folder
+from askmd.interfaces import cli_common, console, folder
 from askmd.interfaces.live import LiveIndex
 from askmd.interfaces.mcp_schema import (
     AddResult,
@@ -49,6 +49,7 @@ from askmd.interfaces.mcp_schema import (
 from askmd.pipeline import Index
 from askmd.read import notes, readers
 from askmd.search import where as where_conditions
+from askmd.shelf import each_folder
 from askmd.version import __version__
 
 MAX_K = 50  # passages one search or answer returns: more would flood the client's context
@@ -148,7 +149,7 @@ class Notes:
         self.settings = index.settings
         self.watch = self.settings.watch if watch is None else watch
         # `serve` passes its own: the index it syncs and watches is the one MCP reads
-        self.live = live or LiveIndex(
+        self.live = live or cli_common.live(
             index, warn=console.warning, on_change=_changed, on_notice=console.warning, watch=watch
         )
         self.started = self.live.started  # the start-up sync is over (done, or given up)
@@ -166,9 +167,7 @@ class Notes:
 
     def _sync(self) -> None:
         try:
-            report = self.live.sync(console.SyncProgress())
-            if report is not None:
-                console.show_sync(report, self.settings.knowledge_dir, self.settings.include)
+            cli_common.show_sync(self.index, self.live.sync(cli_common.progress(self.index)))
         except AskmdError as exc:
             console.error(first_line(exc))
         except Exception as exc:  # noqa: BLE001 - the tools still answer from the index
@@ -182,8 +181,10 @@ class Notes:
         """Before a read: the start-up sync is over, and without a watcher the index is
         brought in step (a no-change sync is one stat a note)."""
         self.started.wait()
-        if self.watcher is None and not self.watch and not self.index.read_only:
-            self.index.keeper.sync_to_read(warn=console.warning)
+        if self.watcher is None and not self.watch:
+            for _, each in each_folder(self.index):
+                if not each.read_only:
+                    each.keeper.sync_to_read(warn=console.warning)
 
     # -- tools ---------------------------------------------------------------------------------
 
@@ -197,6 +198,7 @@ class Notes:
         since: str | None = None,
         until: str | None = None,
         where: list[str] | None = None,
+        folders: list[str] | None = None,
     ) -> SearchResults:
         """Search the notes by keyword and meaning together: the best passages, each with
         its file (`source`), heading chain and line range, best first. `source` is a
@@ -205,7 +207,9 @@ class Notes:
         ("project" also takes "project/alpha"); `since` and `until` (YYYY-MM-DD, both
         included) keep passages of notes or entries dated within them; `where` keeps the
         notes whose front matter meets every condition: KEY=VALUE, KEY!=VALUE, KEY>=VALUE,
-        KEY<=VALUE or KEY~TEXT (contains), e.g. ["type=meeting", "rating>=4"]."""
+        KEY<=VALUE or KEY~TEXT (contains), e.g. ["type=meeting", "rating>=4"]. When the
+        server reads several folders, each result names its `folder` and that folder's
+        `folder_description`, and `folders` (labels) keeps only theirs."""
         with refusals():
             if not query.strip():
                 raise AskmdError("the query is empty")
@@ -213,7 +217,7 @@ class Notes:
             check_text(source, "source")
             filters = pipeline.filters(
                 source, heading_level, tags=tags, since=since, until=until, where=where,
-                where_name="where",
+                where_name="where", folders=folders,
             )  # fmt: skip
             self.ready()
             hits = self.index.search(query, k, filters=filters)
@@ -227,6 +231,7 @@ class Notes:
         since: str | None = None,
         until: str | None = None,
         where: list[str] | None = None,
+        folders: list[str] | None = None,
     ) -> AskResult:
         """Answer a question from the notes, with [n] citations checked against the
         passages and a reference for each (file, heading chain, lines, the quoted
@@ -237,14 +242,16 @@ class Notes:
         the passages a model's answer cites for what they do not say.
         `tags` answers only from passages carrying every tag given; `since` and `until`
         (YYYY-MM-DD, both included) only from notes or entries dated within them; `where`
-        only from notes whose front matter meets every condition (as search_notes)."""
+        only from notes whose front matter meets every condition (as search_notes);
+        `folders` only from those folders, by label, when the server reads several."""
         with refusals():
             if not question.strip():
                 raise AskmdError("the question is empty")
             check_text(question, "the question")
             filters = pipeline.filters(
-                None, None, tags=tags, since=since, until=until, where=where, where_name="where"
-            )
+                None, None, tags=tags, since=since, until=until, where=where,
+                where_name="where", folders=folders,
+            )  # fmt: skip
             self.ready()
             return self.index.ask(question, [], k, filters=filters).to_json()
 
@@ -275,14 +282,28 @@ class Notes:
                 glob = None
             check_text(glob, "glob")
             self.ready()
-            self.index.follow()
-            files = self.index.manifest.files()
-            sources = sorted(s for s in files if glob is None or notes.matches(s, (glob,)))
-            shown = sources[:MAX_LISTED]
-            titles = self._titles([s for s in shown if files[s].chunks])
+            found = []  # (label, index, source, chunks)
+            for label, index in each_folder(self.index):
+                index.follow()
+                files = index.manifest.files()
+                found += [
+                    (label, index, s, files[s].chunks)
+                    for s in sorted(files)
+                    if glob is None or notes.matches(s, (glob,))
+                ]
+            sources = [f"{label}:{s}" if label else s for label, _, s, _ in found]
+            shown = found[:MAX_LISTED]
+            titles: dict[tuple[str, str], str] = {}
+            for label, index in each_folder(self.index):
+                theirs = [s for lb, _, s, chunks in shown if lb == label and chunks]
+                titles.update(((label, s), t) for s, t in self._titles(index, theirs).items())
             entries = [
-                {"path": s, "chunks": files[s].chunks, "title": titles.get(s) or _stem(s)}
-                for s in shown
+                {
+                    "path": f"{label}:{source}" if label else source,
+                    "chunks": chunks,
+                    "title": titles.get((label, source)) or _stem(source),
+                }
+                for label, _, source, chunks in shown
             ]
             return {
                 "glob": glob,
@@ -319,8 +340,9 @@ class Notes:
         created, updated (the old version goes to the trash) or unchanged."""
         with refusals():
             self.started.wait()
+            index, path = self._written(path)
             return folder.ingest(
-                self.index,
+                index,
                 content=content,
                 file_name=path,
                 queue=WRITE_QUEUE_SECONDS,
@@ -332,9 +354,8 @@ class Notes:
         take it out of the index (the HTTP API's DELETE)."""
         with refusals():
             self.started.wait()
-            return folder.delete(
-                self.index, path, queue=WRITE_QUEUE_SECONDS, wait=WRITE_LOCK_SECONDS
-            )
+            index, path, _ = self._which(path)
+            return folder.delete(index, path, queue=WRITE_QUEUE_SECONDS, wait=WRITE_LOCK_SECONDS)
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -342,12 +363,14 @@ class Notes:
         """Lines of a note confined to the knowledge folder, numbered as the index numbers
         them: a Markdown file's own lines (front matter counted); for a PDF, Word, HTML or
         text file, the lines of the text read out of it."""
-        source = folder.existing(self.settings, path)
-        where = self.settings.knowledge_dir / source
-        limit = self.settings.max_file_bytes
+        index, path, label = self._which(path)
+        settings = index.settings
+        source = folder.existing(settings, path)
+        where = settings.knowledge_dir / source
+        limit = settings.max_file_bytes
         try:
             if readers.kind(source) is not None:  # PDF, Word, HTML, text: as it was indexed
-                text = notes.read(self.settings.knowledge_dir, source, limit).text
+                text = notes.read(settings.knowledge_dir, source, limit).text
             elif where.stat().st_size > limit:
                 raise AskmdError(f"{source} is over the {limit / 1048576:.4g} MB limit")
             else:
@@ -376,7 +399,7 @@ class Notes:
             size += len(line) + 1
         end = first + len(shown) - 1 if shown else first - 1
         return {
-            "path": source,
+            "path": f"{label}:{source}" if label else source,
             "line_start": first,
             "line_end": max(end, first - 1),
             "total_lines": total,
@@ -398,11 +421,38 @@ class Notes:
             )
         return note["text"]
 
-    def _titles(self, sources: list[str]) -> dict[str, str]:
+    def _written(self, path: str) -> tuple[Index, str]:
+        """Where a new note goes: of several folders, `LABEL:PATH`, else the first."""
+        if isinstance(self.index, Index):
+            return self.index, path
+        label, colon, rest = path.partition(":")
+        if colon and label in self.index.labels:
+            return self.index.folder(label).index, rest
+        return self.index.folders[0].index, path
+
+    def _which(self, path: str) -> tuple[Index, str, str]:
+        """The folder of a note's path, the path within it, and the folder's label: of
+        several folders, `LABEL:PATH`, or a path only one of them has."""
+        if isinstance(self.index, Index):
+            return self.index, path, ""
+        label, colon, rest = path.partition(":")
+        if colon and label in self.index.labels:
+            return self.index.folder(label).index, rest, label
+        having = [
+            (label, index)
+            for label, index in each_folder(self.index)
+            if (index.settings.knowledge_dir / path).is_file()
+        ]
+        if len(having) != 1:
+            listed = ", ".join(self.index.labels)
+            raise NotFound(f"{path!r}: name the note as LABEL:PATH (folders: {listed})")
+        return having[0][1], path, having[0][0]
+
+    def _titles(self, index: Index, sources: list[str]) -> dict[str, str]:
         """Each note's title, as its first chunk carries it in the store."""
         if not sources:
             return {}
-        with self.index.reading() as store:
+        with index.reading() as store:
             found = store.get([f"{s}#0" for s in sources])
         return {c.metadata.get("source", ""): str(c.metadata.get("title") or "") for c in found}
 
@@ -434,6 +484,17 @@ def _changed(change) -> None:
     console.err.print(f"{change.time[11:]} {console.clean(change.line())}", markup=False)
 
 
+def _folders_said(index) -> str:
+    """What each folder holds, for the client, when several are read."""
+    if isinstance(index, Index):
+        return ""
+    listed = "\n".join(f"- {f.label}: {f.description or '(no description)'}" for f in index.folders)
+    return (
+        "\n\nThe notes come from several folders, each named by its label in results and "
+        f"paths (LABEL:PATH); `folders` narrows search_notes and ask to some:\n{listed}"
+    )
+
+
 def build(
     index: Index,
     allow_write: bool = False,
@@ -448,7 +509,7 @@ def build(
         notes_,
         name="askmd",
         version=__version__,
-        instructions=INSTRUCTIONS,
+        instructions=INSTRUCTIONS + _folders_said(index),
         log_level="WARNING",  # a refused call is the client's answer, not a log line
     )
     read = types.ToolAnnotations(read_only_hint=True, open_world_hint=False)

@@ -25,9 +25,9 @@ from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from askmd.interfaces import console
+from askmd.interfaces import cli_common, console
 from askmd.interfaces.mcp_server import NotesServer, build
-from askmd.pipeline import Index
+from askmd.shelf import each_folder
 
 MAX_LINE_BYTES = 8 * 1024 * 1024  # one JSON-RPC message; a longer line is refused unread
 READ_BYTES = 64 * 1024
@@ -169,13 +169,20 @@ async def _serve(server: NotesServer, wire: io.BufferedWriter) -> None:
 def serve(settings, allow_write: bool = False) -> int:
     """`python rag.py mcp`: serve until the client closes stdin, then exit 0."""
     wire = divert_stdout()
-    index = Index(settings, loading=console.status)
+    index = cli_common.open_notes(settings, loading=console.status)
     server = build(index, allow_write)
     with server.notes.live:  # stopped on leaving, however it ends
         server.notes.start()
         mode = "read and write" if allow_write else "read-only"
-        console.err.print(
-            f"askmd MCP server over {settings.knowledge_dir.resolve()}/ ({mode}), on stdio"
-        )
+        console.err.print(f"askmd MCP server over {_over(index)} ({mode}), on stdio")
         anyio.run(_serve, server, wire)
     return 0
+
+
+def _over(index) -> str:
+    return ", ".join(
+        f"{label}={each.settings.knowledge_dir.resolve()}/"
+        if label
+        else f"{each.settings.knowledge_dir.resolve()}/"
+        for label, each in each_folder(index)
+    )

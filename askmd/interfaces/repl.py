@@ -8,7 +8,7 @@ import argparse
 import shlex
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from askmd import pipeline
@@ -33,6 +33,7 @@ Type a question, or a command:
   /until DATE       answer only from notes dated DATE or earlier (/until alone: any date)
   /where COND ...   answer only from notes whose properties meet every COND, e.g.
                     /where type=meeting "project=Project Atlas" rating>=4 (/where alone: all)
+  /in LABEL ...     with several folders, answer only from these (/in alone: all)
   /clear            forget the conversation (follow-ups start afresh)
   /save [FILE]      keep the conversation as Markdown (default: askmd-answers/)
   /reindex          rebuild the index from scratch
@@ -52,25 +53,27 @@ class Conversation:
     since: str = ""  # /since and /until: the days every question is limited to
     until: str = ""
     where: tuple[str, ...] = ()  # /where: the conditions every question is limited to
+    within: tuple[str, ...] = ()  # /in: the folders every question is limited to
     # what /sources shows: the passages of the last answer or /debug, whichever came last
     sources: tuple[str, list] | None = None
 
     def filters(self) -> retriever.Filters | None:
         return pipeline.filters(
-            None, None, since=self.since, until=self.until, where=self.where, where_name="/where"
-        )
+            None, None, since=self.since, until=self.until, where=self.where, where_name="/where",
+            folders=self.within,
+        )  # fmt: skip
 
 
 def cmd_repl(args: argparse.Namespace, settings: Settings) -> int:
     """The interactive loop: sync first (the MD5 check), then questions."""
-    index = Index(settings, loading=console.status)
+    index = cli_common.open_notes(settings, loading=console.status)
     notices: list[str] = []  # what the watcher has to say, said before the next answer
-    with LiveIndex(index, warn=console.warning, on_notice=notices.append) as live:
+    with cli_common.live(index, warn=console.warning, on_notice=notices.append) as live:
         with kept_on_ctrl_c(index):
             # At a terminal the prompt comes once every note is searchable by keyword, and
             # the vectors follow in the background; piped lines get the vectors first.
             first = 0 if sys.stdin.isatty() else None
-            show_sync(index, live.sync(console.SyncProgress(), foreground=first))
+            show_sync(index, live.sync(cli_common.progress(index), foreground=first))
         live.watch()
         return _loop(index, settings, lambda: _say(live, notices))
 
@@ -80,11 +83,8 @@ def _loop(index: Index, settings: Settings, say) -> int:
     interactive = sys.stdin.isatty()
     if interactive:
         _enable_history(settings.index_dir / "history")
-        folder, where = settings.knowledge_dir.resolve(), settings.index_dir
         filling = index.keeper.filling()  # read first: the prompt follows the banner at once
-        console.notice(
-            f"askmd over {folder}/ (index in {where}/) — /help for commands, /quit to leave"
-        )
+        console.notice(f"askmd over {_over(index)} — /help for commands, /quit to leave")
         console.show_filling(filling)
     while True:
         try:
@@ -104,6 +104,13 @@ def _loop(index: Index, settings: Settings, say) -> int:
             console.error(str(exc))
         except KeyboardInterrupt:
             answer_display.cancelled()
+
+
+def _over(index) -> str:
+    """What the REPL answers from: the folder and its index, or the folders' labels."""
+    if isinstance(index, Index):
+        return f"{index.settings.knowledge_dir.resolve()}/ (index in {index.settings.index_dir}/)"
+    return ", ".join(f"{f.label} ({f.path.resolve()}/)" for f in index.folders)
 
 
 def _say(live: LiveIndex, notices: list[str]) -> None:
@@ -132,7 +139,7 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
     elif word == "/reindex":
         with kept_on_ctrl_c(index):
             report = index.sync(
-                rebuild=True, progress=console.SyncProgress(), on_wait=console.warning
+                rebuild=True, progress=cli_common.progress(index), on_wait=console.warning
             )
             show_sync(index, report)
     elif word == "/stats":
@@ -164,6 +171,8 @@ def _repl_command(index: Index, talk: Conversation, line: str) -> bool | None:
         _why(index, talk, rest.strip())
     elif word == "/where":
         _limit_properties(index, talk, rest.strip())
+    elif word == "/in":
+        _limit_folders(index, talk, rest.split())
     elif word == "/clear":
         talk.turns.clear()
         talk.answers.clear()
@@ -217,7 +226,26 @@ def _why(index: Index, talk: Conversation, text: str) -> None:
         raise AskmdError(
             '/why needs a note and a question, e.g. /why Ideas/Garden.md "when do I sow?"'
         )
-    found_display.show_why(why.explain(index, note, question.strip().strip('"'), talk.filters()))
+    filters = talk.filters()
+    if not isinstance(index, Index):  # several folders: the note's own is asked
+        shelved, note = index.graph.note(note)
+        index = shelved.index
+        filters = replace(filters, folders=()) if filters else None
+    found_display.show_why(why.explain(index, note, question.strip().strip('"'), filters))
+
+
+def _limit_folders(index, talk: Conversation, labels: list[str]) -> None:
+    """/in LABEL ...: every question from now on reads only those folders; /in alone
+    lifts that limit."""
+    if isinstance(index, Index):
+        raise AskmdError("/in narrows several folders; this REPL reads one")
+    for label in labels:
+        index.folder(label)  # an unknown label changes nothing
+    talk.within = tuple(dict.fromkeys(labels))
+    if talk.within:
+        console.notice(f"questions read only {', '.join(talk.within)}")
+    else:
+        console.notice(f"questions read every folder: {', '.join(index.labels)}")
 
 
 def _limit_properties(index: Index, talk: Conversation, text: str) -> None:

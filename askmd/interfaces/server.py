@@ -14,10 +14,10 @@ import socket
 import sys
 
 from askmd.errors import AskmdError, BadRequest, first_line
+from askmd.interfaces import cli_common
 from askmd.interfaces.guard import is_loopback
-from askmd.interfaces.live import LiveIndex
-from askmd.pipeline import Index
 from askmd.settings import Settings
+from askmd.shelf import each_folder
 
 KEEP_ALIVE_SECONDS = 5  # an idle connection is closed after this
 LEAVE_WAIT_SECONDS = 10  # on Ctrl-C or SIGTERM: the watcher's and filler's work in hand
@@ -45,10 +45,10 @@ def serve(settings: Settings, host: str, port: int, allow_write: bool = False) -
     if not 0 <= port <= 65535:
         raise BadRequest(f"--port {port}: give a port from 1 to 65535, or 0 for any free one")
     sock = _bind(host, port)
-    index = Index(settings)
+    index = cli_common.open_notes(settings)
     log = logging.getLogger("askmd.server")
     # Notes saved on disk while serving are applied (ASKMD_WATCH), each change a log line.
-    live = LiveIndex(
+    live = cli_common.live(
         index,
         warn=console.warning,
         on_change=lambda c: log.warning("%s", c.line()),
@@ -57,9 +57,7 @@ def serve(settings: Settings, host: str, port: int, allow_write: bool = False) -
     )
     with live:
         # A read-only index folder is served as it is (ingest and DELETE then refuse).
-        report = live.sync(console.SyncProgress())
-        if report is not None:
-            console.show_sync(report, settings.knowledge_dir, settings.include)
+        cli_common.show_sync(index, live.sync(cli_common.progress(index)))
         with console.status("loading the models"):
             index.search("warm up", 1)  # loads the embedder and opens Chroma before any request
             _ = index.answerer.chat  # and a local LLM, if one is configured
@@ -68,7 +66,11 @@ def serve(settings: Settings, host: str, port: int, allow_write: bool = False) -
         bound_host, bound_port = sock.getsockname()[:2]
         shown = f"[{bound_host}]" if ":" in bound_host else bound_host
         url = f"http://{shown}:{bound_port}"
-        print(f"askmd serving {settings.knowledge_dir} at {url}", flush=True)
+        served = ", ".join(
+            f"{label}={each.settings.knowledge_dir}" if label else str(each.settings.knowledge_dir)
+            for label, each in each_folder(index)
+        )
+        print(f"askmd serving {served} at {url}", flush=True)
         console.notice("API docs at /docs · MCP at /mcp · Ctrl-C to stop")
         # MCP at /mcp reads the index this process keeps in step (`live`)
         mcp = mcp_server.build(index, allow_write, live=live)

@@ -58,13 +58,17 @@ class Change:
     chunks_embedded: int = 0  # 0 for a rename, a move or a rewrite with the same content
     seconds: float = 0.0  # how long applying it took (the sync)
     errors: list[dict[str, str]] = field(default_factory=list)  # {"path", "reason"}, once each
+    folder: str = ""  # the label of its folder, when several are watched
 
     @property
     def notes(self) -> int:
         return len(self.added) + len(self.changed) + len(self.deleted)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        found = asdict(self)
+        if not self.folder:
+            del found["folder"]
+        return found
 
     def line(self) -> str:
         """One line for a terminal: what changed, what it cost, and why a note was not read."""
@@ -81,7 +85,8 @@ class Change:
         if said:
             said += f" ({plural(self.chunks_embedded, 'chunk')} embedded, {self.seconds:.2f} s)"
         problems = "; ".join(f"{e['path']}: {e['reason']}" for e in self.errors)
-        return "; ".join(p for p in (said, problems) if p)
+        line = "; ".join(p for p in (said, problems) if p)
+        return f"{self.folder}: {line}" if self.folder else line
 
 
 def _names(verb: str, paths: list[str]) -> str:

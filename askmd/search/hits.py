@@ -30,6 +30,8 @@ class Hit:
     # (`source`), and these are the other places a reader sees them.
     shown_in: tuple[tuple[str, int], ...] = ()
     date: str | None = None  # the ISO day the chunk is about (read/dates.py), when known
+    folder: str = ""  # the label of its folder, when several are answered from (shelf.py)
+    folder_description: str = ""  # what that folder holds, in its owner's words (folders.py)
 
     def to_json(self) -> dict:
         found = {
@@ -48,7 +50,15 @@ class Hit:
             found["shown_in"] = [{"source": s, "line": line} for s, line in self.shown_in]
         if self.date:
             found["date"] = self.date
+        if self.folder:
+            found["folder"] = self.folder
+            found["folder_description"] = self.folder_description
         return found
+
+    @property
+    def shown_source(self) -> str:
+        """Its note, named with its folder when several are answered from."""
+        return f"{self.folder}:{self.source}" if self.folder else self.source
 
 
 def page(value: object) -> int | None:
@@ -76,6 +86,8 @@ class Filters:
     # the notes they allow, read from the manifest once per search (`resolved`).
     where: tuple = ()
     sources: frozenset[str] | None = None
+    # Only these folders' notes, by label, when several are answered from (shelf.py).
+    folders: tuple[str, ...] = ()
 
     @property
     def notes_only(self) -> bool:
@@ -119,12 +131,28 @@ class Filters:
 class Ranked(list):
     """Hits, best first, and which retriever ranked them ("hybrid", "keyword", "dense"):
     a hybrid search is ranked by keyword alone while the vectors are stored when the
-    tuning says so (`filling_candidates=0`)."""
+    tuning says so (`filling_candidates=0`). `evidence` holds each hit's raw cosine and
+    BM25 score (None where that retriever did not find it), which mean the same in every
+    folder, so several folders' hits can be ranked as one (shelf.py)."""
 
     retriever: str = "hybrid"
+    evidence: dict[str, tuple[float | None, float | None]] = {}  # noqa: RUF012 (replaced whole)
+    alpha: float = 0.5  # the dense share of the blend the hits were ranked by
 
 
-def ranked_as(hits: list[Hit], retriever: str) -> Ranked:
+def ranked_as(
+    hits: list[Hit],
+    retriever: str,
+    dense: list[tuple[str, float]] = (),  # type: ignore[assignment]
+    keyword: list[tuple[str, float]] = (),  # type: ignore[assignment]
+    alpha: float = 0.5,
+) -> Ranked:
     ranked = Ranked(hits)
     ranked.retriever = retriever
+    ranked.alpha = alpha
+    if dense or keyword:
+        by_dense, by_keyword = dict(dense), dict(keyword)
+        ranked.evidence = {
+            h.chunk_id: (by_dense.get(h.chunk_id), by_keyword.get(h.chunk_id)) for h in hits
+        }
     return ranked

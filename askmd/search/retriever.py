@@ -125,7 +125,7 @@ def search(
     if mode == "dense":
         dense = by_date.ranked(dense, manifest, filters.period, period, t)
         hits = _hits(_fetch(store, manifest, known, dense, k), k)
-        return ranked_as(_located(hits, manifest, t.embed_depth), mode)
+        return ranked_as(_located(hits, manifest, t.embed_depth), mode, dense=dense)
     only = filters.sources  # --where: only those notes' chunks are scored
     keyword = manifest.keyword(content_terms(query), pool, cjk=is_cjk_query(query), sources=only)
     if translation is not None:
@@ -156,7 +156,7 @@ def search(
         scored = _identifiers_first([(c, v / best) for c, v in keyword], held)
         scored = by_date.ranked(scored, manifest, filters.period, period, t)
         hits = _hits(_fetch(store, manifest, known, scored, k), k)
-        return ranked_as(_located(hits, manifest, t.embed_depth), mode)
+        return ranked_as(_located(hits, manifest, t.embed_depth), mode, keyword=keyword)
     alpha = dense_share(query, dense_by, t)
     if translation is not None and t.translated_share and models.english_only(dense_by):
         alpha = _translated_share(dense_by, translation[1], t)
@@ -175,7 +175,8 @@ def search(
     ranked = _identifiers_first(ranked, held)
     ranked = by_date.ranked(ranked, manifest, filters.period, period, t)
     hits = _hits(_fetch(store, manifest, known, ranked, k), k)
-    return ranked_as(_located(hits, manifest, t.embed_depth), "hybrid")
+    located = _located(hits, manifest, t.embed_depth)
+    return ranked_as(located, "hybrid", dense=dense, keyword=keyword, alpha=alpha)
 
 
 def _holding(

@@ -3,7 +3,9 @@ the day or period a question names, then the retriever (retriever.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from askmd.answer.limits import MAX_QUESTION_CHARS
@@ -29,6 +31,9 @@ class Searcher:
         """The `k` chunks that best match `query` (hybrid, keyword or dense `mode`), best
         first; the list's `retriever` says what ranked them (keyword while vectors wait)."""
         check_question(query, "the query")
+        if filters is not None and filters.folders:  # a lone folder's own label (shelf.py)
+            filters = dataclasses.replace(filters, folders=())
+            filters = None if filters == retriever.Filters() else filters
         a = self.access
         if not a.has_index():
             return []  # no notes yet: nothing to find, and no index to make for it
@@ -50,6 +55,10 @@ class Searcher:
                 query, a.embedder, store, a.manifest, k,
                 mode=mode, filters=filters, period=period, tuning=a.tuning,
             )  # fmt: skip
+
+    def root(self, hit: retriever.Hit) -> Path:
+        """The folder a hit's note is in."""
+        return self.access.settings.knowledge_dir
 
     def dates_in(self, query: str) -> dates_in_query.Period | None:
         """The day or period a question names, against today (or ASKMD_TODAY); a day

@@ -110,14 +110,18 @@ function markdown(text) {
   return md.render(text);
 }
 
+function shownSource(item) {
+  return item.folder ? `${item.folder}:${item.source}` : item.source;
+}
+
 function where(item) {
   const chain = item.heading_chain ? ` › ${item.heading_chain}` : "";
   if (item.page_start != null) {
     const pages = item.page_end && item.page_end !== item.page_start
       ? `${item.page_start}–${item.page_end}` : `${item.page_start}`;
-    return `${item.source} p. ${pages}${chain}`;
+    return `${shownSource(item)} p. ${pages}${chain}`;
   }
-  return `${item.source}${chain} · lines ${item.line_start}–${item.line_end}`;
+  return `${shownSource(item)}${chain} · lines ${item.line_start}–${item.line_end}`;
 }
 
 // --- one question ----------------------------------------------------------------------
@@ -321,7 +325,7 @@ function openReference(turnNode, n) {
   const turn = turns.get(turnNode);
   const ref = turn && (turn.references.get(n) || (turn.hits[n - 1] && { n, ...turn.hits[n - 1] }));
   if (!ref) return;
-  $("ref-title").textContent = `[${n}] ${ref.source}`;
+  $("ref-title").textContent = `[${n}] ${shownSource(ref)}`;
   $("ref-where").textContent = where(ref);
   $("ref-text").textContent = ref.text;
   $("reference").showModal();
