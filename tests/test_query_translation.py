@@ -159,3 +159,26 @@ def test_the_share_moves_with_the_translations_weight() -> None:
     assert share(1.0) == pytest.approx(latin)
     assert share(0.0) == pytest.approx(cjk)
     assert share(0.5) == pytest.approx((latin + cjk) / 2)
+
+
+def test_the_parsed_dictionary_is_kept_and_a_broken_copy_is_made_again(
+    tmp_path, monkeypatch
+) -> None:
+    import marshal
+
+    from askmd.search import query_translation
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    query_translation._load.cache_clear()
+    try:
+        words = query_translation._load()
+        kept = query_translation.parsed_copy()
+        assert kept.parent == tmp_path / "askmd" and kept.is_file()
+        assert marshal.loads(kept.read_bytes()) == words
+        assert "port" in words["端口"]
+        kept.write_bytes(b"\x00 not a dictionary")  # cut short, or written by something else
+        query_translation._load.cache_clear()
+        assert query_translation._load() == words
+        assert marshal.loads(kept.read_bytes()) == words
+    finally:
+        query_translation._load.cache_clear()

@@ -48,6 +48,15 @@ def data_home(environ: Mapping[str, str]) -> Path:
     return Path.home() / ".local" / "share"
 
 
+def cache_home(environ: Mapping[str, str] | None = None) -> Path:
+    """askmd's folder under XDG_CACHE_HOME (~/.cache): files made from installed packages
+    that any run may remake, never the notes' indexes."""
+    environ = os.environ if environ is None else environ
+    value = environ.get("XDG_CACHE_HOME", "").strip()
+    base = Path(value) if value and os.path.isabs(value) else Path.home() / ".cache"
+    return base / "askmd"
+
+
 def default_index_dir(knowledge_dir: Path, environ: Mapping[str, str] | None = None) -> Path:
     """The index folder of one knowledge folder: readable name, unique by real path."""
     real = os.path.realpath(knowledge_dir)
