@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import unquote
 
 import numpy as np
 import pytest
@@ -182,6 +184,32 @@ def test_ask_cites_with_the_folder_named(two) -> None:
     assert "3 月 12 日" in shown and "家:家人/爸妈.md" in shown
 
 
+def test_a_saved_answer_links_each_reference_into_its_own_folder(two, tmp_path: Path) -> None:
+    saved = tmp_path / "answers.md"
+    asked = rag(two, "ask", "爸爸的生日是哪天？", "--save", str(saved))
+    assert asked.returncode == 0, asked.stderr
+    text = saved.read_text(encoding="utf-8")
+    found = re.search(r"\[家:家人/爸妈\.md\]\(([^)]+)\)", text)
+    assert found, text
+    _, home, _ = two
+    linked = (saved.parent / unquote(found.group(1))).resolve()
+    assert linked == (home / "家人" / "爸妈.md").resolve()
+    scored = rag(two, "eval", str(saved))
+    assert scored.returncode == 1
+    assert scored.stderr.strip() == (
+        "error: eval scores one folder: give one --knowledge (or one in ASKMD_KNOWLEDGE_DIR)"
+    )
+
+
+def test_why_and_related_read_the_note_s_own_folder(two) -> None:
+    why = rag(two, "why", "家:房子/宽带.md", "宽带账号是多少？", "--json")
+    assert why.returncode == 0, why.stderr
+    assert json.loads(why.stdout)["status"] == "indexed"
+    related = rag(two, "related", "office.md", "--json")  # a name only one folder has
+    assert related.returncode == 0, related.stderr
+    assert json.loads(related.stdout)["folder"] == "work"
+
+
 def test_a_missing_folder_is_one_line_and_the_others_still_answer(two, tmp_path: Path) -> None:
     work, _, _ = two
     gone = tmp_path / "gone"
@@ -317,3 +345,31 @@ def test_watch_keeps_each_folder_live_and_names_it(two, tmp_path: Path) -> None:
         process.terminate()
         process.wait(timeout=30)
         note.unlink(missing_ok=True)
+
+
+def test_mcp_over_stdio_reads_both_folders(two) -> None:
+    import asyncio
+
+    from mcp import Client, StdioServerParameters
+
+    work, home, ix = two
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[str(ROOT / "rag.py"), "--knowledge", f"work={work}", "--knowledge", str(home),
+              "--index-dir", str(ix), "mcp"],
+        env=clean_env(), cwd=str(ix.parent),
+    )  # fmt: skip
+
+    async def main():
+        async with Client(params, read_timeout_seconds=60) as client:
+            found = await client.call_tool(
+                "ask", {"question": "宽带账号是多少？", "folders": ["家"]}
+            )
+            note = await client.read_resource("note://家:房子/宽带.md")
+            return client.instructions, found, note
+
+    told, found, note = asyncio.run(main())
+    assert WORK_SAYS in told
+    answer = found.structured_content
+    assert answer["answered"] and {r["folder"] for r in answer["references"]} == {"家"}
+    assert "0512-88886666" in note.contents[0].text

@@ -166,6 +166,7 @@ def transcript(
     when = when or datetime.datetime.now().astimezone()
     used = model if model and any(a.mode == "llm" for a in answers) else "extractive"
     knowledge = settings.knowledge_dir.resolve()
+    roots = {f.label: f.path.resolve() for f in settings.folders}  # several: each its own
     # the tag keeps it out of answers, were it saved among the notes (retriever.Filters)
     matter = {"date": when.isoformat(timespec="seconds"), "model": used,
               "knowledge_folder": str(knowledge), "tags": [SAVED_ANSWER]}  # fmt: skip
@@ -184,14 +185,14 @@ def transcript(
         if a.answered and a.references:
             lines += ["References:", ""]
             for r in a.references:
-                where = _where(r, knowledge, path)
+                where = _where(r, roots.get(r.folder, knowledge), path)
                 lines.append(f"- [{r.n}] {where}")
                 if r.text:
                     lines.append(f"  > {_one_line(r.text)}")
             lines.append("")
         elif not a.answered and a.nearest:
             lines += ["Closest in your notes:", ""]
-            lines += [f"- {_where(h, knowledge, path)}" for h in a.nearest]
+            lines += [f"- {_where(h, roots.get(h.folder, knowledge), path)}" for h in a.nearest]
             lines.append("")
     return "\n".join(lines)
 
@@ -200,7 +201,7 @@ def _where(passage, knowledge: Path, path: Path) -> str:
     """`[file](relative link) › heading chain (lines a–b)`; the path as text when the note
     cannot be reached from the saved file (gone, or on another drive)."""
     note = knowledge / passage.source
-    shown = _escape(passage.source)
+    shown = _escape(passage.shown_source)
     try:
         link = os.path.relpath(note, path.resolve().parent)
     except ValueError:

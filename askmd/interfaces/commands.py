@@ -172,6 +172,10 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.files is not None and not 1 <= args.files <= 100:
         raise AskmdError(f"-k {args.files}: rank between 1 and 100 files per query")
+    if settings.folders:  # its labels name files inside one folder
+        raise AskmdError(
+            "eval scores one folder: give one --knowledge (or one in ASKMD_KNOWLEDGE_DIR)"
+        )
     skipped: list[int] = []
     queries = evaluate.read_queries(Path(args.queries), skipped, answers=args.answers)
     if skipped:
