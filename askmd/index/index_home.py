@@ -30,14 +30,16 @@ import re
 import shutil
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 from askmd.errors import AskmdError, IndexBusy
 from askmd.index.manifest import MANIFEST, Manifest, prepare_index_dir
 from askmd.index.rwlock import file_lock
 
 OWNER_FILE = "owner.json"
+T = TypeVar("T")
 
 
 def data_home(environ: Mapping[str, str]) -> Path:
@@ -55,6 +57,28 @@ def cache_home(environ: Mapping[str, str] | None = None) -> Path:
     value = environ.get("XDG_CACHE_HOME", "").strip()
     base = Path(value) if value and os.path.isabs(value) else Path.home() / ".cache"
     return base / "askmd"
+
+
+def remade(
+    name: str, make: Callable[[], T], dump: Callable[[T], bytes], load: Callable[[bytes], T]
+) -> T:
+    """What `make` makes from an installed package, kept in the cache folder as `name`
+    (which says what made it: the package's version) and read back by the next process;
+    a copy that cannot be read is made again, and one that cannot be written is not kept."""
+    path = cache_home() / name
+    try:
+        return load(path.read_bytes())
+    except Exception:  # noqa: BLE001 - none yet, cut short, or another version's: remade
+        pass
+    made = make()
+    partial = path.with_name(f".{name}.{os.getpid()}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_bytes(dump(made))
+        os.replace(partial, path)  # whole or not at all: another process may read it now
+    except OSError:
+        partial.unlink(missing_ok=True)
+    return made
 
 
 def default_index_dir(knowledge_dir: Path, environ: Mapping[str, str] | None = None) -> Path:

