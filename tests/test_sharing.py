@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -79,11 +80,14 @@ def test_cli_reads_answer_from_the_index_as_it_is_while_another_process_writes(
     kb = write_notes(tmp_path / "kb", NOTES)
     ix = index_once(kb, clean_env())
     write_notes(kb, {"new.md": "# New\n\nA note the writer has not reached yet.\n"})
-    with lock_held(ix) as holder:
+    with lock_held(ix) as holder, ThreadPoolExecutor(3) as side_by_side:
         started = time.monotonic()
-        found = rag(kb, ix, "search", "port 8420", "--json")
-        asked = rag(kb, ix, "ask", "which port does the API use?", "--json")
-        repl = rag(kb, ix, stdin="/stats\n")
+        runs = [
+            side_by_side.submit(rag, kb, ix, "search", "port 8420", "--json"),
+            side_by_side.submit(rag, kb, ix, "ask", "which port does the API use?", "--json"),
+            side_by_side.submit(rag, kb, ix, stdin="/stats\n"),
+        ]
+        found, asked, repl = (run.result() for run in runs)
         took = time.monotonic() - started
     notice = f"warning: pid {holder.pid} is updating the index; answering from the index as it is"
     for result in (found, asked, repl):
