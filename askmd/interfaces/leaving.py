@@ -15,7 +15,7 @@ import os
 import sys
 import threading
 
-WORKERS = ("askmd-filler", "askmd-watch", "askmd-mcp-start")  # the threads that sync and embed
+WORKERS = ("askmd-filler", "askmd-watch", "askmd-start")  # the threads that sync and embed
 
 
 def exit_now_if_busy(status: int = 0) -> None:

@@ -91,17 +91,8 @@ class LiveIndex:
         a client's handshake is answered at once, and a read waits for `started`. The
         folder is watched even when that sync failed: the notes saved next are taken in."""
 
-        def start() -> None:
-            try:
-                sync()
-            finally:
-                self.started.set()
-                self.watch()
-
-        thread = threading.Thread(target=start, name="askmd-mcp-start", daemon=True)
-        self._starting = thread
-        thread.start()
-        return thread
+        self._starting = _started(self, sync)
+        return self._starting
 
     def stop(self) -> None:
         """Wait for the start-up sync (a sync left inside native code while the interpreter
@@ -139,6 +130,7 @@ class LiveShelf:
             (f, LiveIndex(f.index, on_change=labelled(f.label), **options)) for f in shelf.folders
         ]
         self.started = threading.Event()
+        self._starting: threading.Thread | None = None
 
     def __enter__(self) -> LiveShelf:
         return self
@@ -181,20 +173,30 @@ class LiveShelf:
             pass
 
     def start_in_background(self, sync: Callable[[], None]) -> threading.Thread:
-        def start() -> None:
-            try:
-                sync()
-            finally:
-                self.started.set()
-                self.watch()
-
-        thread = threading.Thread(target=start, name="askmd-shelf-start", daemon=True)
-        thread.start()
-        return thread
+        """As LiveIndex.start_in_background, every folder's sync in `sync`."""
+        self._starting = _started(self, sync)
+        return self._starting
 
     def stop(self) -> None:
+        if self._starting is not None and self._starting is not threading.current_thread():
+            self._starting.join(LEAVE_WAIT_SECONDS)
         for _, live in self.lives:
             live.stop()
+
+
+def _started(live: LiveIndex | LiveShelf, sync: Callable[[], None]) -> threading.Thread:
+    """`sync`, then `started` set and the watching begun, on a thread of its own."""
+
+    def start() -> None:
+        try:
+            sync()
+        finally:
+            live.started.set()
+            live.watch()
+
+    thread = threading.Thread(target=start, name="askmd-start", daemon=True)
+    thread.start()
+    return thread
 
 
 class _Watchers:
