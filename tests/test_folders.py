@@ -127,6 +127,25 @@ def test_a_broken_description_is_said_and_the_folder_still_answers(tmp_path: Pat
     assert folders.description(tmp_path) == ("", "")
 
 
+def test_a_model_let_go_takes_its_questions_vectors_with_it() -> None:
+    """A new model at the address of one let go never gets the old one's vectors."""
+
+    class Model:
+        pass
+
+    calls = []
+
+    def embed(texts):
+        calls.append(list(texts))
+        return np.full((len(texts), 4), len(calls), dtype=np.float32)
+
+    for _ in range(20):  # CPython gives a new object the address of one just freed
+        model = Model()
+        embedder.remembered(model, embed, ["how do I reset the router?"])
+        del model
+    assert len(calls) == 20
+
+
 def test_a_question_asked_of_several_indexes_is_embedded_once() -> None:
     calls = []
 
@@ -134,7 +153,10 @@ def test_a_question_asked_of_several_indexes_is_embedded_once() -> None:
         calls.append(list(texts))
         return np.eye(len(texts), 4, dtype=np.float32)
 
-    model = object()
+    class Model:
+        pass
+
+    model = Model()
     first = embedder.remembered(model, embed, ["where is the office?"])
     again = embedder.remembered(model, embed, ["where is the office?", "another one"])
     assert calls == [["where is the office?"], ["another one"]]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -293,8 +294,12 @@ class E5Embedder:
         return _in_batches(self._model.query, texts, self.batch_size, 384)
 
 
-QUESTIONS_KEPT = 256  # question vectors kept per process (a few kilobytes each)
-_asked: OrderedDict[tuple[int, str], np.ndarray] = OrderedDict()
+QUESTIONS_KEPT = 256  # question vectors kept per model (a few kilobytes each)
+# Per loaded model, held weakly: a model let go takes its vectors with it, and a new one
+# at its address starts with none.
+_asked: weakref.WeakKeyDictionary[object, OrderedDict[str, np.ndarray]] = (
+    weakref.WeakKeyDictionary()
+)
 _asked_lock = threading.Lock()
 
 
@@ -311,19 +316,20 @@ def remembered(model: object, embed: Callable, texts: Sequence[str]) -> np.ndarr
     texts = as_list(texts)
     if not texts:
         return embed(texts)
-    key = id(model)
     with _asked_lock:
-        missing = [t for t in dict.fromkeys(texts) if (key, t) not in _asked]
+        try:
+            kept = _asked.setdefault(model, OrderedDict())
+        except TypeError:  # a model that cannot be held weakly is not remembered
+            return embed(texts)
+        missing = [t for t in dict.fromkeys(texts) if t not in kept]
     made = dict(zip(missing, embed(missing), strict=True)) if missing else {}
     with _asked_lock:
-        for text, vector in made.items():
-            _asked[(key, text)] = vector
+        kept.update(made)
+        rows = [made[t] if t in made else kept[t] for t in texts]
         for text in texts:
-            if (key, text) in _asked:
-                _asked.move_to_end((key, text))
-        rows = [made[t] if t in made else _asked[(key, t)] for t in texts]
-        while len(_asked) > QUESTIONS_KEPT:
-            _asked.popitem(last=False)
+            kept.move_to_end(text)
+        while len(kept) > QUESTIONS_KEPT:
+            kept.popitem(last=False)
     return np.stack(rows)
 
 
