@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +74,8 @@ def label_of(path: Path) -> str:
 def description(path: Path) -> tuple[str, str]:
     """The folder's description from its `.askmd.toml`, and a one-line problem with that
     file ("" when it is fine or absent): a broken file never stops a question."""
+    import tomllib  # only several folders read it: not on every command's start
+
     config = path / CONFIG
     try:
         data = tomllib.loads(config.read_text(encoding="utf-8"))

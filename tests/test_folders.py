@@ -395,3 +395,19 @@ def test_mcp_over_stdio_reads_both_folders(two) -> None:
     answer = found.structured_content
     assert answer["answered"] and {r["folder"] for r in answer["references"]} == {"家"}
     assert "0512-88886666" in note.contents[0].text
+
+
+def test_index_status_says_syncing_while_any_folder_s_index_is_written(two) -> None:
+    from askmd.interfaces import mcp_server
+    from tests.locking import lock_held
+
+    work, home, ix = two
+    settings = load_settings(
+        environ={}, dotenv_path=None,
+        overrides={"knowledge_dir": (f"work={work}", str(home)), "index_dir": ix},
+    )  # fmt: skip
+    server = mcp_server.build(shelf.Shelf(settings), watch=False)
+    server.notes.started.set()  # the start-up sync is not run here
+    assert server.notes.index_status()["syncing"] is False
+    with lock_held(ix / "家"):
+        assert server.notes.index_status()["syncing"] is True

@@ -331,7 +331,9 @@ class Notes:
         whether saved changes are being watched."""
         with refusals():
             stats = self.index.graph.stats()
-            syncing = not self.started.is_set() or _lock_held(self.settings.index_dir)
+            syncing = not self.started.is_set() or any(
+                _lock_held(each.settings.index_dir) for _, each in each_folder(self.index)
+            )
             watching = self.watcher is not None and self.watcher.ready.is_set()
             return {**stats, "syncing": syncing, "watching": watching}
 
