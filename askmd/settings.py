@@ -358,6 +358,7 @@ def load_settings(
     values: dict[str, Any] = {}
     origin: dict[str, str] = {}
     problems: list[str] = []
+    unread: set[str] = set()  # the settings whose value could not be read
     for f in variable_fields(Settings):
         name = env_name(f.name)
         for layer_name, layer in reversed(layers):  # the highest layer that sets it wins
@@ -369,6 +370,7 @@ def load_settings(
                 origin[f.name] = f"{name}={raw!r} (from {layer_name})"
             except ValueError as exc:
                 problems.append(f"{name}={raw!r} (from {layer_name}) {exc}")
+                unread.add(f.name)
             break
     unknown = _unknown_names(layers)
     if unknown and warn is not None:
@@ -382,6 +384,7 @@ def load_settings(
                     value = folder_list.parse((value,) if isinstance(value, str | Path) else value)
                 except ValueError as exc:
                     problems.append(f"{flag} {exc}")
+                    unread.add(key)
                     continue
             values[key] = value
             origin[key] = f"{flag} {shown}"
@@ -391,7 +394,8 @@ def load_settings(
         if len(given) > 1:
             origin.pop("knowledge_dir", None)  # each folder is checked on its own, below
     settings = Settings(**values)
-    problems += _validate(settings, origin, need_knowledge_dir)
+    # a folder setting that could not be read is not also said to be missing
+    problems += _validate(settings, origin, need_knowledge_dir and "knowledge_dir" not in unread)
     if problems:
         raise AskmdError("\n".join(problems))
     return settings

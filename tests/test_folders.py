@@ -95,17 +95,19 @@ def test_folders_are_given_by_flag_or_by_a_list_and_labelled(tmp_path: Path) -> 
 
 
 def test_a_label_given_twice_or_malformed_and_no_folder_at_all_are_one_line_each(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.chdir(tmp_path)  # no knowledge/ here to fall back on
     a, b = tmp_path / "x" / "notes", tmp_path / "y" / "notes"
     a.mkdir(parents=True)
     b.mkdir(parents=True)
     with pytest.raises(AskmdError, match="two folders are labelled 'notes'"):
         load_settings(environ={}, dotenv_path=None, overrides={"knowledge_dir": (str(a), str(b))})
-    with pytest.raises(AskmdError, match="'my notes' is no label"):
+    with pytest.raises(AskmdError, match="'my notes' is no label") as bad_label:
         load_settings(
             environ={}, dotenv_path=None, overrides={"knowledge_dir": (f"my notes={a}", str(b))}
         )
+    assert "\n" not in str(bad_label.value)  # not also "the knowledge folder does not exist"
     with pytest.raises(AskmdError, match="none of the knowledge folders exists") as refused:
         load_settings(
             environ={}, dotenv_path=None,
