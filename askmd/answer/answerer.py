@@ -169,9 +169,6 @@ class Answerer:
             return [a for a in every if a.has_index()]  # a folder with no notes has none
 
         def idf(terms: list[str], cjk: bool | None) -> dict[str, float]:
-            if len(every) == 1:
-                with every[0].lock.reading():
-                    return every[0].manifest.idf(terms, cjk)
             counts, total = dict.fromkeys(terms, 0), 0
             for a in held():
                 with a.lock.reading():
@@ -189,7 +186,7 @@ class Answerer:
             return found
 
         def together(terms: list[str]) -> bool:
-            for a in held() if len(every) > 1 else every:
+            for a in held():
                 with a.lock.reading():
                     if a.manifest.together(terms):
                         return True
